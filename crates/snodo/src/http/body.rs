@@ -1,0 +1,62 @@
+//! The response body: a complete buffer, or a stream of SSE frames.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use tokio::sync::mpsc;
+
+/// The body of every response the MCP service sends.
+#[derive(Debug)]
+pub struct Body {
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl Body {
+    /// A complete body.
+    pub(crate) fn full(bytes: Bytes) -> Self {
+        Self { kind: Kind::Full((!bytes.is_empty()).then_some(bytes)) }
+    }
+
+    /// An empty body.
+    pub(crate) fn empty() -> Self {
+        Self { kind: Kind::Full(None) }
+    }
+
+    /// A body fed by a channel of already-framed chunks; it ends when the sender drops.
+    pub(crate) fn stream(rx: mpsc::Receiver<Bytes>) -> Self {
+        Self { kind: Kind::Stream(rx) }
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.kind {
+            Kind::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Kind::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.kind, Kind::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Kind::Full(None) => SizeHint::with_exact(0),
+            Kind::Stream(_) => SizeHint::default(),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Streamable HTTP transport: admission, dialect selection, JSON and SSE responses.
+
+mod admission;
+mod body;
+mod config;
+mod exec;
+mod response;
+mod select;
+mod serve;
+mod service;
+
+pub use body::Body;
+pub use config::{HttpConfig, LOOPBACK_HOSTS};
+pub use serve::{ENDPOINT_PATH, HEALTH_PATH, ServeError, Server, serve, shutdown_signal};
+pub use service::McpService;

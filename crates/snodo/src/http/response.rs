@@ -1,0 +1,105 @@
+//! Every HTTP response the service produces is built here; statuses appear nowhere else.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+
+use super::body::Body;
+use crate::protocol::jsonrpc::error_message;
+use crate::protocol::{ErrorCode, RequestId, RpcError};
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, bytes: Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::full(bytes));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, JSON);
+    r
+}
+
+/// A JSON-RPC error response with an explicit status.
+pub(crate) fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<Body> {
+    json(status, error_message(id.or(error.id()), error))
+}
+
+/// 202 Accepted, empty: a notification or client response was taken.
+pub(crate) fn accepted() -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}
+
+fn http_error(status: StatusCode, message: &'static str) -> Response<Body> {
+    rpc_error(status, None, &RpcError::new(ErrorCode::INVALID_REQUEST, message))
+}
+
+/// 405 with `Allow: POST`.
+pub(crate) fn method_not_allowed() -> Response<Body> {
+    let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed: the MCP endpoint accepts POST only");
+    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+/// 403: Origin or Host refused (DNS-rebinding protection).
+pub(crate) fn forbidden(message: &'static str) -> Response<Body> {
+    http_error(StatusCode::FORBIDDEN, message)
+}
+
+/// 415: the body is not `application/json`.
+pub(crate) fn unsupported_media_type() -> Response<Body> {
+    http_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type: Content-Type must be application/json")
+}
+
+/// 406: the client does not accept both JSON and SSE answers.
+pub(crate) fn not_acceptable() -> Response<Body> {
+    http_error(
+        StatusCode::NOT_ACCEPTABLE,
+        "Not Acceptable: Accept must include application/json and text/event-stream",
+    )
+}
+
+/// 413: the body exceeds the limit.
+pub(crate) fn payload_too_large() -> Response<Body> {
+    http_error(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body exceeds the limit")
+}
+
+/// 400: the body could not be read.
+pub(crate) fn bad_body() -> Response<Body> {
+    http_error(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read")
+}
+
+/// 404 for paths other than the MCP endpoint (used by the ready listener).
+pub(crate) fn not_found() -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NOT_FOUND;
+    r
+}
+
+/// 200 for the health endpoint.
+pub(crate) fn healthy() -> Response<Body> {
+    json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}"))
+}
+
+/// 200 `text/event-stream` carrying request-bound messages, then the response.
+pub(crate) fn event_stream(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// One SSE frame carrying one JSON-RPC message.
+pub(crate) fn sse_frame(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 8);
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(message);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// An SSE comment that keeps idle connections open.
+pub(crate) fn sse_keepalive() -> Bytes {
+    Bytes::from_static(b": keep-alive\n\n")
+}

@@ -1,0 +1,238 @@
+//! Per-request dialect selection and the dialect-specific admission rules.
+//!
+//! - `initialize` without 2026 metadata goes to an initialize-era dialect: the exact
+//!   proposed version if enabled, else the first enabled one. It needs no version header;
+//!   a header that names another version is a conflict.
+//! - Every other message is routed by `MCP-Protocol-Version`: an enabled initialize-era
+//!   version selects that dialect; `2026-07-28` selects the stateless dialect with its
+//!   header mirrors and `_meta` rules; an unknown value is `-32022`; a missing header is
+//!   refused (the 2025-03-26 fallback is not implemented).
+
+use base64::Engine as _;
+use http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value};
+
+use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY};
+use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
+use crate::router::Call;
+use crate::runtime::Runtime;
+
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const MCP_METHOD: &str = "mcp-method";
+pub(crate) const MCP_NAME: &str = "mcp-name";
+
+/// A refusal: the error and the HTTP status it travels with.
+#[derive(Debug)]
+pub(crate) struct Rejection {
+    pub(crate) status: StatusCode,
+    pub(crate) error: RpcError,
+}
+
+impl Rejection {
+    /// Refused during admission: the status follows the code.
+    pub(crate) fn admission(error: RpcError) -> Self {
+        Self { status: error.code().http_status(), error }
+    }
+
+    /// Refused by a dialect whose errors travel in band.
+    fn for_dialect(dialect: &Dialect, error: RpcError) -> Self {
+        if dialect.errors_in_band() {
+            Self { status: StatusCode::OK, error }
+        } else {
+            Self::admission(error)
+        }
+    }
+}
+
+/// Reads a header that must appear at most once, trimmed of optional whitespace.
+/// `Err` when it is repeated or not visible ASCII.
+fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => Ok(None),
+        (Some(v), None) => v
+            .to_str()
+            .map(|s| Some(s.trim_matches([' ', '\t'])))
+            .map_err(|_| RpcError::header_mismatch(format!("Header {name} is malformed"))),
+        _ => Err(RpcError::header_mismatch(format!("Header {name} is repeated"))),
+    }
+}
+
+/// Decodes the `=?base64?…?=` sentinel form of a mirrored header value.
+fn decode_header_value(name: &str, raw: &str) -> Result<String, RpcError> {
+    let Some(inner) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+        return Ok(raw.to_owned());
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(inner)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| RpcError::header_mismatch(format!("Header {name} has a malformed base64 value")))
+}
+
+/// Parses `params` (already known to be an object, if present).
+fn params_map(params: Option<&serde_json::value::RawValue>) -> Result<Map<String, Value>, RpcError> {
+    match params {
+        None => Ok(Map::new()),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| RpcError::invalid_params("Invalid params: params must be a JSON object")),
+    }
+}
+
+fn meta_version(params: &Map<String, Value>) -> Option<&str> {
+    params.get("_meta")?.get(PROTOCOL_VERSION_KEY)?.as_str()
+}
+
+/// Admits a request: chooses its dialect and applies that dialect's rules.
+pub(crate) fn admit_request(
+    runtime: &Runtime,
+    headers: &HeaderMap,
+    id: &RequestId,
+    method_name: &str,
+    params: Option<&serde_json::value::RawValue>,
+) -> Result<Call, Rejection> {
+    let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
+    let method = Method::parse(method_name);
+    let mut params = params_map(params).map_err(fail)?;
+    let header = single(headers, PROTOCOL_VERSION).map_err(fail)?;
+    let body_version = meta_version(&params).map(str::to_owned);
+
+    if method == Method::Initialize && body_version.is_none() {
+        if let Some(dialect) = select_initialize(runtime, &params, header) {
+            if header.is_some_and(|h| h != dialect.version()) {
+                return Err(Rejection::for_dialect(
+                    dialect,
+                    RpcError::invalid_params(format!(
+                        "MCP-Protocol-Version header conflicts with the negotiated version {dialect}"
+                    ))
+                    .with_id(id.clone()),
+                ));
+            }
+            let meta = RequestMeta::parse(params.get("_meta"))
+                .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
+            return Ok(Call { dialect, method, method_name: method_name.to_owned(), params, meta });
+        }
+    }
+
+    let Some(header) = header else {
+        let message = "Missing MCP-Protocol-Version header: it is required on every request after initialize";
+        let code = if runtime.stateless_dialect().is_some() { ErrorCode::HEADER_MISMATCH } else { ErrorCode::INVALID_REQUEST };
+        return Err(fail(RpcError::new(code, message)));
+    };
+    let Some(dialect) = runtime.dialect(header) else {
+        return Err(fail(RpcError::unsupported_version(runtime.supported_versions(), header)));
+    };
+    if body_version.as_deref().is_some_and(|b| b != header) {
+        return Err(fail(RpcError::header_mismatch(format!(
+            "MCP-Protocol-Version header {header:?} does not match params._meta protocolVersion {:?}",
+            body_version.unwrap_or_default()
+        ))));
+    }
+    if dialect.is_stateless() {
+        check_stateless(runtime, headers, method, method_name, &mut params).map_err(fail)?;
+    }
+    let meta = RequestMeta::parse(params.get("_meta"))
+        .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
+    Ok(Call { dialect, method, method_name: method_name.to_owned(), params, meta })
+}
+
+/// The dialect an `initialize` request negotiates, if any initialize-era dialect is on.
+fn select_initialize(runtime: &Runtime, params: &Map<String, Value>, header: Option<&str>) -> Option<&'static Dialect> {
+    let first = runtime.first_initialize_dialect()?;
+    // A 2026-07-28 header means a modern client probing: let the stateless rules answer.
+    if header.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless)) {
+        return None;
+    }
+    let proposed = params.get("protocolVersion").and_then(Value::as_str);
+    Some(proposed.and_then(|v| runtime.dialect(v)).filter(|d| !d.is_stateless()).unwrap_or(first))
+}
+
+/// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
+fn check_stateless(
+    _runtime: &Runtime,
+    headers: &HeaderMap,
+    method: Method,
+    method_name: &str,
+    params: &mut Map<String, Value>,
+) -> Result<(), RpcError> {
+    match single(headers, MCP_METHOD)? {
+        None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
+        Some(h) if h != method_name => {
+            return Err(RpcError::header_mismatch(format!(
+                "Mcp-Method header {h:?} does not match the request method {method_name:?}"
+            )));
+        }
+        Some(_) => {}
+    }
+    let Some(meta) = params.get("_meta") else {
+        return Err(RpcError::invalid_params("Missing required params._meta"));
+    };
+    let Some(meta) = meta.as_object() else {
+        return Err(RpcError::invalid_params("params._meta must be an object"));
+    };
+    if !meta.contains_key(PROTOCOL_VERSION_KEY) {
+        return Err(RpcError::invalid_params(format!("Missing required _meta {PROTOCOL_VERSION_KEY}")));
+    }
+    if !meta.contains_key(CLIENT_CAPABILITIES_KEY) {
+        return Err(RpcError::invalid_params(format!("Missing required _meta {CLIENT_CAPABILITIES_KEY}")));
+    }
+    if let Some(field) = method.name_field() {
+        let header = single(headers, MCP_NAME)?
+            .ok_or_else(|| RpcError::header_mismatch("Missing Mcp-Name header"))?;
+        let header = decode_header_value("Mcp-Name", header)?;
+        if let Some(body) = params.get(field).and_then(Value::as_str) {
+            if body != header {
+                return Err(RpcError::header_mismatch(format!(
+                    "Mcp-Name header {header:?} does not match params.{field} {body:?}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What to do with a notification: the dialect it belongs to.
+pub(crate) fn admit_notification(runtime: &Runtime, headers: &HeaderMap) -> Result<&'static Dialect, Rejection> {
+    let header = single(headers, PROTOCOL_VERSION).map_err(Rejection::admission)?;
+    match header {
+        // Header rules for notification POSTs are not defined in 2026-07-28.
+        None => runtime.stateless_dialect().ok_or_else(|| {
+            Rejection::admission(RpcError::new(
+                ErrorCode::INVALID_REQUEST,
+                "Missing MCP-Protocol-Version header: it is required on every message after initialize",
+            ))
+        }),
+        Some(h) => runtime
+            .dialect(h)
+            .ok_or_else(|| Rejection::admission(RpcError::unsupported_version(runtime.supported_versions(), h))),
+    }
+}
+
+/// A JSON-RPC response POSTed by the client: only initialize-era clients send those.
+pub(crate) fn admit_response(runtime: &Runtime, headers: &HeaderMap) -> Result<&'static Dialect, Rejection> {
+    let dialect = admit_notification(runtime, headers)?;
+    if dialect.is_stateless() {
+        return Err(Rejection::admission(RpcError::new(
+            ErrorCode::INVALID_REQUEST,
+            "Invalid Request: clients do not send JSON-RPC responses in 2026-07-28",
+        )));
+    }
+    Ok(dialect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values() {
+        assert_eq!(decode_header_value("n", "=?base64?ZWNobw==?=").ok().as_deref(), Some("echo"));
+        assert!(decode_header_value("n", "=?base64?!!?=").is_err());
+        assert_eq!(decode_header_value("n", "plain").ok().as_deref(), Some("plain"));
+        let mut h = HeaderMap::new();
+        h.append("mcp-name", http::HeaderValue::from_static("  echo\t"));
+        assert_eq!(single(&h, "mcp-name").ok().flatten(), Some("echo"));
+        h.append("mcp-name", http::HeaderValue::from_static("echo"));
+        assert!(single(&h, "mcp-name").is_err());
+    }
+}

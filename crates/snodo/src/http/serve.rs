@@ -1,0 +1,147 @@
+//! A ready listener: hyper over TCP, `/mcp` and `/healthz`, graceful shutdown.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+
+use super::config::HttpConfig;
+use super::response;
+use super::service::McpService;
+use crate::runtime::Runtime;
+
+/// The path of the MCP endpoint.
+pub const ENDPOINT_PATH: &str = "/mcp";
+/// The path of the health endpoint (no MCP admission).
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// Why the listener could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Binding or accepting failed.
+    #[error("listener error: {0}")]
+    Io(#[from] io::Error),
+    /// The configuration is unsafe for the address.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A bound server, ready to run.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    service: McpService,
+    drain: Duration,
+}
+
+impl Server {
+    /// Binds `addr` (port 0 picks a free port). A non-loopback address needs an explicit
+    /// Host/Origin allow-list: the loopback defaults would refuse every real client.
+    pub async fn bind(runtime: Runtime, addr: SocketAddr, config: HttpConfig) -> Result<Self, ServeError> {
+        if !addr.ip().is_loopback() && config.allowed_hosts == HttpConfig::default().allowed_hosts {
+            return Err(ServeError::Config(format!(
+                "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
+                 configure HttpConfig::allow_hosts([...]) with the names clients use (or any_host() behind a proxy that checks Host)"
+            )));
+        }
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Self { listener, service: McpService::with_config(runtime, config), drain: Duration::from_secs(10) })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
+        Ok(self.listener.local_addr()?)
+    }
+
+    /// How long shutdown waits for in-flight requests (default 10 s).
+    #[must_use]
+    pub fn drain_timeout(mut self, d: Duration) -> Self {
+        self.drain = d;
+        self
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and drains open
+    /// connections for up to the drain timeout.
+    pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
+        let graceful = GracefulShutdown::new();
+        let builder = auto::Builder::new(TokioExecutor::new());
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, _peer) = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = self.service.clone();
+            let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let service = service.clone();
+                async move {
+                    let resp = match req.uri().path() {
+                        ENDPOINT_PATH => service.handle(req).await,
+                        HEALTH_PATH => response::healthy(),
+                        _ => response::not_found(),
+                    };
+                    Ok::<_, std::convert::Infallible>(resp)
+                }
+            });
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+            let conn = graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+        drop(self.listener);
+        if tokio::time::timeout(self.drain, graceful.shutdown()).await.is_err() {
+            tracing::warn!("shutdown: in-flight requests did not finish within the drain timeout");
+        }
+        Ok(())
+    }
+
+    /// Serves until Ctrl-C (SIGINT) or SIGTERM.
+    pub async fn run(self) -> Result<(), ServeError> {
+        self.run_until(shutdown_signal()).await
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+/// Serves `runtime` on `addr` at `/mcp` with default settings until Ctrl-C or SIGTERM.
+pub async fn serve(runtime: Runtime, addr: SocketAddr) -> Result<(), ServeError> {
+    Server::bind(runtime, addr, HttpConfig::default()).await?.run().await
+}

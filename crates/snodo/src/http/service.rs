@@ -1,0 +1,126 @@
+//! [`McpService`]: the MCP endpoint as a tower `Service` over `http` requests.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Method as HttpMethod, Request, Response};
+use http_body_util::{BodyExt as _, Limited};
+
+use super::admission;
+use super::body::Body;
+use super::config::HttpConfig;
+use super::exec;
+use super::response;
+use super::select::{self, Rejection};
+use crate::protocol::jsonrpc::Incoming;
+use crate::runtime::Runtime;
+
+/// The Streamable HTTP MCP endpoint. Mount it at `/mcp` in any tower/hyper/axum stack;
+/// it keeps no per-client state, so any number of instances can serve the same clients.
+#[derive(Clone, Debug)]
+pub struct McpService {
+    runtime: Runtime,
+    config: Arc<HttpConfig>,
+}
+
+impl McpService {
+    /// The endpoint for `runtime` with default (loopback) settings.
+    #[must_use]
+    pub fn new(runtime: Runtime) -> Self {
+        Self::with_config(runtime, HttpConfig::default())
+    }
+
+    /// The endpoint with explicit settings.
+    #[must_use]
+    pub fn with_config(runtime: Runtime, config: HttpConfig) -> Self {
+        Self { runtime, config: Arc::new(config) }
+    }
+
+    /// The settings.
+    #[must_use]
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        match self.answer(req).await {
+            Ok(r) | Err(r) => r,
+        }
+    }
+
+    async fn answer<B>(&self, req: Request<B>) -> Result<Response<Body>, Response<Body>>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let cfg = &*self.config;
+        if req.method() != HttpMethod::POST {
+            return Err(response::method_not_allowed());
+        }
+        let (parts, body) = req.into_parts();
+        admission::check_origin(cfg, &parts.headers, &parts.uri)?;
+        admission::check_content_type(&parts.headers)?;
+        admission::check_accept(&parts.headers)?;
+        if let Some(len) = parts.headers.get(http::header::CONTENT_LENGTH) {
+            if len.to_str().ok().and_then(|l| l.parse::<usize>().ok()).is_some_and(|l| l > cfg.max_body_bytes) {
+                return Err(response::payload_too_large());
+            }
+        }
+        let bytes: Bytes = match Limited::new(body, cfg.max_body_bytes).collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(response::payload_too_large()),
+            Err(_) => return Err(response::bad_body()),
+        };
+        let incoming = Incoming::parse(&bytes).map_err(|e| reject(Rejection::admission(e)))?;
+        let runtime = &self.runtime;
+        match incoming {
+            Incoming::Request { id, method, params } => {
+                let call = select::admit_request(runtime, &parts.headers, &id, &method, params).map_err(reject)?;
+                Ok(exec::execute(runtime.clone(), cfg, id, call, None).await)
+            }
+            Incoming::Notification { .. } => {
+                select::admit_notification(runtime, &parts.headers).map_err(reject)?;
+                Ok(response::accepted())
+            }
+            Incoming::Response { .. } => {
+                select::admit_response(runtime, &parts.headers).map_err(reject)?;
+                Ok(response::accepted())
+            }
+        }
+    }
+}
+
+fn reject(r: Rejection) -> Response<Body> {
+    response::rpc_error(r.status, None, &r.error)
+}
+
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(req).await) })
+    }
+}

@@ -1,0 +1,62 @@
+//! # snodo
+//!
+//! A stateless [Model Context Protocol](https://modelcontextprotocol.io) server runtime.
+//!
+//! Mental model: `async fn(HTTP POST) -> JSON or SSE`, with no session anywhere. snodo
+//! serves the stateless **2026-07-28** revision by default; an application can opt into
+//! the initialize-era revisions **2025-11-25** and **2025-06-18** on the same endpoint,
+//! still without session IDs, so any number of instances can sit behind a plain load
+//! balancer.
+//!
+//! Describe tools, resources and prompts once in a [`Runtime`]; serve it with
+//! [`serve`](http::serve), or mount [`McpService`](http::McpService) in your own
+//! tower/axum stack.
+//!
+//! ```no_run
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use snodo::{Runtime, Tool, ToolResult};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Echo {
+//!     /// The text to send back.
+//!     text: String,
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Runtime::builder("echo-server", "1.0.0")
+//!     .tool(
+//!         Tool::new("echo")
+//!             .description("Returns its text")
+//!             .handler(|args: Echo, _ctx| async move { ToolResult::text(args.text) }),
+//!     )
+//!     .build()?;
+//! snodo::http::serve(runtime, "127.0.0.1:8080".parse()?).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Dialects
+//!
+//! | revision | enabled | how a request selects it |
+//! |---|---|---|
+//! | 2026-07-28 | by default | `MCP-Protocol-Version: 2026-07-28` + `params._meta` |
+//! | 2025-11-25 | [`RuntimeBuilder::protocols`] | `initialize`, then the version header |
+//! | 2025-06-18 | [`RuntimeBuilder::protocols`] | `initialize`, then the version header |
+
+#![forbid(unsafe_code)]
+
+pub mod http;
+pub mod model;
+pub mod protocol;
+mod router;
+pub mod runtime;
+
+pub use model::{CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents, ServerInfo, ToolResult};
+pub use protocol::{Dialect, RpcError};
+pub use runtime::completion::CompletionRequest;
+pub use runtime::context::{Principal, RequestContext};
+pub use runtime::prompt::{Prompt, PromptArguments};
+pub use runtime::resource::{ReadRequest, Resource, ResourceError, ResourceInfo, ResourceTemplate};
+pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, ToolError, schema_for};
+pub use runtime::{BuildError, Runtime, RuntimeBuilder};

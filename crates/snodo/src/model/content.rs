@@ -1,0 +1,334 @@
+//! Content blocks, resource contents, tool results and prompt results.
+
+use base64::Engine as _;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Audience, priority and last-modified hints on a content block or resource.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is for: `"user"` and/or `"assistant"`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub audience: Vec<Role>,
+    /// Importance from 0 (least) to 1 (most).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ISO 8601 timestamp of the last modification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// A conversation role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The human side.
+    User,
+    /// The model side.
+    Assistant,
+}
+
+/// The contents of a resource: text or binary (base64 on the wire).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blob: Option<String>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Map<String, Value>>,
+}
+
+impl ResourceContents {
+    /// Text contents.
+    pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { uri: uri.into(), mime_type: None, text: Some(text.into()), blob: None, meta: None }
+    }
+
+    /// Binary contents; `bytes` are base64-encoded on the wire.
+    pub fn blob(uri: impl Into<String>, bytes: &[u8]) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            text: None,
+            blob: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+            meta: None,
+        }
+    }
+
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn mime_type(mut self, mime: impl Into<String>) -> Self {
+        self.mime_type = Some(mime.into());
+        self
+    }
+
+    /// The URI.
+    #[must_use]
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The text, for text contents.
+    #[must_use]
+    pub fn as_text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+}
+
+/// One content block of a tool result or prompt message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[non_exhaustive]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+        /// Optional annotations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Base64 data.
+        data: String,
+        /// MIME type, e.g. `image/png`.
+        mime_type: String,
+        /// Optional annotations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// Audio, base64-encoded.
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// MIME type, e.g. `audio/wav`.
+        mime_type: String,
+        /// Optional annotations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A link to a resource the client may read.
+    ResourceLink {
+        /// The resource URI.
+        uri: String,
+        /// The resource name.
+        name: String,
+        /// Optional description.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Optional MIME type.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Optional annotations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// An embedded resource.
+    Resource {
+        /// The contents.
+        resource: ResourceContents,
+        /// Optional annotations.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into(), annotations: None }
+    }
+
+    /// An image block from raw bytes.
+    pub fn image(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Image {
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+            annotations: None,
+        }
+    }
+
+    /// An audio block from raw bytes.
+    pub fn audio(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Audio {
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+            annotations: None,
+        }
+    }
+
+    /// A resource link.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self::ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            description: None,
+            mime_type: None,
+            annotations: None,
+        }
+    }
+
+    /// An embedded resource.
+    #[must_use]
+    pub fn resource(contents: ResourceContents) -> Self {
+        Self::Resource { resource: contents, annotations: None }
+    }
+}
+
+/// The result of a tool call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    content: Vec<Content>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<Value>,
+    is_error: bool,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Map<String, Value>>,
+}
+
+impl ToolResult {
+    /// A successful result with these content blocks.
+    #[must_use]
+    pub fn new(content: Vec<Content>) -> Self {
+        Self { content, ..Self::default() }
+    }
+
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![Content::text(text)])
+    }
+
+    /// A successful structured result: `value` as `structuredContent`, mirrored as a
+    /// JSON text block for clients that do not read structured output.
+    #[must_use]
+    pub fn structured(value: Value) -> Self {
+        let text = value.to_string();
+        Self { content: vec![Content::text(text)], structured_content: Some(value), ..Self::default() }
+    }
+
+    /// An execution failure the model can read and act on (`isError: true`).
+    pub fn error(message: impl Into<String>) -> Self {
+        Self { content: vec![Content::text(message)], is_error: true, ..Self::default() }
+    }
+
+    /// Adds a content block.
+    #[must_use]
+    pub fn with_content(mut self, block: Content) -> Self {
+        self.content.push(block);
+        self
+    }
+
+    /// Adds a `_meta` entry.
+    #[must_use]
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta.get_or_insert_with(Map::new).insert(key.into(), value);
+        self
+    }
+
+    /// The content blocks.
+    #[must_use]
+    pub fn content(&self) -> &[Content] {
+        &self.content
+    }
+
+    /// The structured content, if any.
+    #[must_use]
+    pub fn structured_content(&self) -> Option<&Value> {
+        self.structured_content.as_ref()
+    }
+
+    /// Whether this is an execution failure.
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+}
+
+/// One message of a prompt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PromptMessage {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said: exactly one content block.
+    pub content: Content,
+}
+
+impl PromptMessage {
+    /// A user message.
+    #[must_use]
+    pub fn user(content: Content) -> Self {
+        Self { role: Role::User, content }
+    }
+
+    /// An assistant message.
+    #[must_use]
+    pub fn assistant(content: Content) -> Self {
+        Self { role: Role::Assistant, content }
+    }
+}
+
+/// The result of `prompts/get`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PromptResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    messages: Vec<PromptMessage>,
+}
+
+impl PromptResult {
+    /// A result with these messages.
+    #[must_use]
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        Self { description: None, messages }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The messages.
+    #[must_use]
+    pub fn messages(&self) -> &[PromptMessage] {
+        &self.messages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn content_wire_shapes() {
+        let v = serde_json::to_value(Content::image(b"\x89PNG", "image/png")).unwrap_or_default();
+        assert_eq!(v, json!({"type":"image","data":"iVBORw==","mimeType":"image/png"}));
+        let v = serde_json::to_value(Content::resource(
+            ResourceContents::text("test://x", "hi").mime_type("text/plain"),
+        ))
+        .unwrap_or_default();
+        assert_eq!(v, json!({"type":"resource","resource":{"uri":"test://x","mimeType":"text/plain","text":"hi"}}));
+        let v = serde_json::to_value(Content::resource_link("file:///a", "a")).unwrap_or_default();
+        assert_eq!(v, json!({"type":"resource_link","uri":"file:///a","name":"a"}));
+    }
+
+    #[test]
+    fn structured_results_mirror_text() {
+        let r = ToolResult::structured(json!({"ok": true}));
+        let v = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(
+            v,
+            json!({"content":[{"type":"text","text":"{\"ok\":true}"}],"structuredContent":{"ok":true},"isError":false})
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! The one wire error value ([`RpcError`]) and the one mapping from JSON-RPC error
+//! codes to HTTP statuses ([`ErrorCode::http_status`]).
+
+use std::borrow::Cow;
+
+use http::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::jsonrpc::RequestId;
+
+/// A JSON-RPC error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i64);
+
+impl ErrorCode {
+    /// `-32700`: the body is not JSON.
+    pub const PARSE_ERROR: Self = Self(-32700);
+    /// `-32600`: not a valid JSON-RPC request.
+    pub const INVALID_REQUEST: Self = Self(-32600);
+    /// `-32601`: unknown method, or a capability the server does not offer.
+    pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    /// `-32602`: invalid parameters (unknown tool, bad cursor, missing `_meta`, …).
+    pub const INVALID_PARAMS: Self = Self(-32602);
+    /// `-32603`: internal error.
+    pub const INTERNAL_ERROR: Self = Self(-32603);
+    /// `-32002`: resource not found (initialize-era dialects only).
+    pub const RESOURCE_NOT_FOUND: Self = Self(-32002);
+    /// `-32020`: an MCP header is missing or does not match the body (2026-07-28).
+    pub const HEADER_MISMATCH: Self = Self(-32020);
+    /// `-32021`: the request needs a client capability it did not declare (2026-07-28).
+    pub const MISSING_CLIENT_CAPABILITY: Self = Self(-32021);
+    /// `-32022`: the protocol version is not supported (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
+
+    /// The HTTP status a stateless (2026-07-28) server sends with this error, and every
+    /// dialect sends for errors found while admitting a request.
+    ///
+    /// Initialize-era dialects send errors found while *executing* a request with 200
+    /// instead (see [`crate::protocol::Dialect::errors_in_band`]).
+    #[must_use]
+    pub fn http_status(self) -> StatusCode {
+        match self {
+            Self::PARSE_ERROR
+            | Self::INVALID_REQUEST
+            | Self::INVALID_PARAMS
+            | Self::HEADER_MISMATCH
+            | Self::MISSING_CLIENT_CAPABILITY
+            | Self::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+            Self::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            Self::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+            _ => StatusCode::OK,
+        }
+    }
+}
+
+/// A JSON-RPC error: code, one-sentence message, optional data, and the id of the
+/// request it answers when that id is known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    code: ErrorCode,
+    message: Cow<'static, str>,
+    data: Option<Value>,
+    id: Option<RequestId>,
+}
+
+/// The serialisable `error` member of a response.
+#[derive(Debug, Serialize)]
+pub(crate) struct ErrorObject<'a> {
+    code: ErrorCode,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+}
+
+impl RpcError {
+    /// An error with a code and message.
+    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        Self { code, message: message.into(), data: None, id: None }
+    }
+
+    /// Attaches `data`.
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Attaches the id of the request this error answers.
+    #[must_use]
+    pub fn with_id(mut self, id: RequestId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// `-32602` with a message.
+    pub fn invalid_params(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::INVALID_PARAMS, message)
+    }
+
+    /// `-32603` with a message.
+    pub fn internal(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+
+    /// `-32601` naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+
+    /// `-32020` with a message.
+    pub fn header_mismatch(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorCode::HEADER_MISMATCH, message)
+    }
+
+    /// `-32021` naming the capabilities the request needs, as a ClientCapabilities object.
+    pub fn missing_client_capability(required: Value) -> Self {
+        Self::new(
+            ErrorCode::MISSING_CLIENT_CAPABILITY,
+            "Missing required client capability",
+        )
+        .with_data(serde_json::json!({ "requiredCapabilities": required }))
+    }
+
+    /// `-32022` listing the supported versions and echoing the requested one.
+    pub fn unsupported_version(supported: &[&str], requested: &str) -> Self {
+        Self::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+    }
+
+    /// The error code.
+    #[must_use]
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The message.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The data member, if any.
+    #[must_use]
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// The id of the request this error answers, if known.
+    #[must_use]
+    pub fn id(&self) -> Option<&RequestId> {
+        self.id.as_ref()
+    }
+
+    pub(crate) fn object(&self) -> ErrorObject<'_> {
+        ErrorObject { code: self.code, message: &self.message, data: self.data.as_ref() }
+    }
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code.0)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_map() {
+        assert_eq!(ErrorCode::METHOD_NOT_FOUND.http_status(), StatusCode::NOT_FOUND);
+        assert_eq!(ErrorCode::HEADER_MISMATCH.http_status(), StatusCode::BAD_REQUEST);
+        assert_eq!(ErrorCode::INTERNAL_ERROR.http_status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(ErrorCode(-32003).http_status(), StatusCode::OK);
+    }
+}

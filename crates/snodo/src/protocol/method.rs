@@ -1,0 +1,110 @@
+//! The closed set of MCP method names, parsed once into [`Method`].
+
+/// Every MCP method any supported revision defines, plus `Unknown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Method {
+    /// `initialize` (initialize era).
+    Initialize,
+    /// `ping` (initialize era).
+    Ping,
+    /// `server/discover` (2026-07-28).
+    Discover,
+    /// `tools/list`.
+    ToolsList,
+    /// `tools/call`.
+    ToolsCall,
+    /// `prompts/list`.
+    PromptsList,
+    /// `prompts/get`.
+    PromptsGet,
+    /// `resources/list`.
+    ResourcesList,
+    /// `resources/templates/list`.
+    ResourceTemplatesList,
+    /// `resources/read`.
+    ResourcesRead,
+    /// `resources/subscribe` (initialize era; not served by a stateless server).
+    ResourcesSubscribe,
+    /// `resources/unsubscribe` (initialize era; not served by a stateless server).
+    ResourcesUnsubscribe,
+    /// `completion/complete`.
+    CompletionComplete,
+    /// `logging/setLevel` (initialize era).
+    LoggingSetLevel,
+    /// `subscriptions/listen` (2026-07-28).
+    SubscriptionsListen,
+    /// `notifications/initialized` (initialize era).
+    Initialized,
+    /// `notifications/cancelled`.
+    Cancelled,
+    /// Any other name.
+    Unknown,
+}
+
+impl Method {
+    /// Parses a method name. Names are case-sensitive.
+    #[must_use]
+    pub fn parse(name: &str) -> Self {
+        match name {
+            "initialize" => Self::Initialize,
+            "ping" => Self::Ping,
+            "server/discover" => Self::Discover,
+            "tools/list" => Self::ToolsList,
+            "tools/call" => Self::ToolsCall,
+            "prompts/list" => Self::PromptsList,
+            "prompts/get" => Self::PromptsGet,
+            "resources/list" => Self::ResourcesList,
+            "resources/templates/list" => Self::ResourceTemplatesList,
+            "resources/read" => Self::ResourcesRead,
+            "resources/subscribe" => Self::ResourcesSubscribe,
+            "resources/unsubscribe" => Self::ResourcesUnsubscribe,
+            "completion/complete" => Self::CompletionComplete,
+            "logging/setLevel" => Self::LoggingSetLevel,
+            "subscriptions/listen" => Self::SubscriptionsListen,
+            "notifications/initialized" => Self::Initialized,
+            "notifications/cancelled" => Self::Cancelled,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// The header `Mcp-Name` mirrors for this method, if any: `params.name` for
+    /// `tools/call` and `prompts/get`, `params.uri` for `resources/read`.
+    #[must_use]
+    pub fn name_field(self) -> Option<&'static str> {
+        match self {
+            Self::ToolsCall | Self::PromptsGet => Some("name"),
+            Self::ResourcesRead => Some("uri"),
+            _ => None,
+        }
+    }
+
+    /// Whether a 2026-07-28 result of this method carries `ttlMs` and `cacheScope`.
+    #[must_use]
+    pub fn is_cacheable(self) -> bool {
+        matches!(
+            self,
+            Self::Discover
+                | Self::ToolsList
+                | Self::PromptsList
+                | Self::ResourcesList
+                | Self::ResourceTemplatesList
+                | Self::ResourcesRead
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_known_and_unknown() {
+        assert_eq!(Method::parse("tools/call"), Method::ToolsCall);
+        assert_eq!(Method::parse("Tools/Call"), Method::Unknown);
+        assert_eq!(Method::parse("resources/templates/list"), Method::ResourceTemplatesList);
+        assert_eq!(Method::ToolsCall.name_field(), Some("name"));
+        assert!(Method::ResourcesRead.is_cacheable());
+        assert!(!Method::ToolsCall.is_cacheable());
+    }
+}

@@ -1,0 +1,137 @@
+//! `initialize`, `server/discover` and the four paginated lists.
+
+use serde_json::{Map, Value};
+
+use super::{Call, Output, opt_str};
+use crate::protocol::{Method, RpcError};
+use crate::runtime::Runtime;
+use crate::runtime::catalogue::Listing;
+use crate::runtime::context::RequestContext;
+use crate::runtime::cursor;
+
+/// One page of a list: the items and the cursor of the next page.
+fn page(
+    items: &[Value],
+    hash: u64,
+    call: &Call,
+    page_size: usize,
+) -> Result<(Vec<Value>, Option<String>), RpcError> {
+    let method = match call.method {
+        Method::ToolsList => "tools/list",
+        Method::PromptsList => "prompts/list",
+        Method::ResourcesList => "resources/list",
+        _ => "resources/templates/list",
+    };
+    let version = call.dialect.version();
+    let start = match opt_str(&call.params, "cursor")? {
+        None => 0,
+        Some(c) => cursor::decode(c, version, method, hash, items.len())?,
+    };
+    let end = (start + page_size).min(items.len());
+    let next = (end < items.len()).then(|| cursor::encode(version, method, end, hash));
+    Ok((items[start..end].to_vec(), next))
+}
+
+fn list_result(key: &str, (items, next): (Vec<Value>, Option<String>)) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert(key.into(), Value::Array(items));
+    if let Some(next) = next {
+        out.insert("nextCursor".into(), Value::String(next));
+    }
+    out
+}
+
+impl Runtime {
+    fn listing(&self, call: &Call, pick: impl Fn(&crate::runtime::catalogue::DialectView) -> &Listing) -> Result<&Listing, RpcError> {
+        self.inner
+            .catalogue
+            .view(call.dialect)
+            .map(pick)
+            .ok_or_else(|| RpcError::internal("dialect is not enabled"))
+    }
+
+    pub(super) fn initialize(&self, call: &Call) -> Output {
+        let p = &call.params;
+        let valid = p.get("protocolVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty())
+            && p.get("capabilities").is_some_and(Value::is_object)
+            && p.get("clientInfo").is_some_and(|c| {
+                c.get("name").is_some_and(Value::is_string) && c.get("version").is_some_and(Value::is_string)
+            });
+        if !valid {
+            return Err(RpcError::invalid_params(
+                "initialize requires protocolVersion, capabilities and clientInfo name/version",
+            ));
+        }
+        let view = self
+            .inner
+            .catalogue
+            .view(call.dialect)
+            .ok_or_else(|| RpcError::internal("dialect is not enabled"))?;
+        let mut out = Map::new();
+        out.insert("protocolVersion".into(), Value::String(call.dialect.version().into()));
+        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        out.insert("serverInfo".into(), view.server_info.clone());
+        if let Some(i) = &self.inner.instructions {
+            out.insert("instructions".into(), Value::String(i.clone()));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn discover(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert(
+            "supportedVersions".into(),
+            Value::Array(self.inner.versions.iter().map(|v| Value::String((*v).into())).collect()),
+        );
+        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        if let Some(i) = &self.inner.instructions {
+            out.insert("instructions".into(), Value::String(i.clone()));
+        }
+        out
+    }
+
+    pub(super) fn list_tools(&self, call: &Call) -> Output {
+        let l = self.listing(call, |v| &v.tools)?;
+        Ok(list_result("tools", page(&l.items, l.hash, call, self.inner.page_size)?))
+    }
+
+    pub(super) fn list_prompts(&self, call: &Call) -> Output {
+        let l = self.listing(call, |v| &v.prompts)?;
+        Ok(list_result("prompts", page(&l.items, l.hash, call, self.inner.page_size)?))
+    }
+
+    pub(super) fn list_templates(&self, call: &Call) -> Output {
+        let l = self.listing(call, |v| &v.templates)?;
+        Ok(list_result("resourceTemplates", page(&l.items, l.hash, call, self.inner.page_size)?))
+    }
+
+    pub(super) async fn list_resources(&self, call: &Call, ctx: RequestContext) -> Output {
+        let fixed = self.listing(call, |v| &v.resources)?;
+        let listers: Vec<_> =
+            self.inner.catalogue.templates.iter().filter_map(|t| t.template.lister.clone()).collect();
+        if listers.is_empty() {
+            return Ok(list_result("resources", page(&fixed.items, fixed.hash, call, self.inner.page_size)?));
+        }
+        // Templates with listers contribute the resources they currently address; the
+        // cursor hash then covers what was listed, so a changed folder restarts paging.
+        let mut items = fixed.items.clone();
+        for lister in listers {
+            for info in lister(ctx.clone()).await? {
+                if let Ok(Value::Object(mut m)) = serde_json::to_value(&info) {
+                    call.dialect.shape_component(&mut m);
+                    items.push(Value::Object(m));
+                }
+            }
+        }
+        let mut h: u64 = fixed.hash;
+        for item in &items {
+            if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+                for b in uri.bytes() {
+                    h = h.rotate_left(5) ^ u64::from(b);
+                    h = h.wrapping_mul(0x0100_0000_01b3);
+                }
+            }
+        }
+        Ok(list_result("resources", page(&items, h, call, self.inner.page_size)?))
+    }
+}

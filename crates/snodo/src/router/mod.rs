@@ -1,0 +1,134 @@
+//! The shared router: one implementation of every MCP operation, used by every dialect.
+//!
+//! [`Runtime::dispatch`] takes an admitted request (dialect chosen, method parsed,
+//! params parsed) and produces the result object or a JSON-RPC error; [`finish`] then
+//! adds what the dialect's result envelope needs.
+
+mod call;
+mod lists;
+mod ops;
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
+use serde_json::{Map, Value};
+
+use crate::protocol::meta::SERVER_INFO_KEY;
+use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
+use crate::runtime::Runtime;
+use crate::runtime::context::RequestContext;
+
+/// A request that passed admission: everything the router needs, owned.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) dialect: &'static Dialect,
+    pub(crate) method: Method,
+    pub(crate) method_name: String,
+    pub(crate) params: Map<String, Value>,
+    pub(crate) meta: RequestMeta,
+}
+
+/// A result object before its dialect envelope.
+pub(crate) type Output = Result<Map<String, Value>, RpcError>;
+
+/// Reads an optional string member.
+pub(crate) fn opt_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, RpcError> {
+    match params.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a string"))),
+    }
+}
+
+/// Reads a required non-empty string member.
+pub(crate) fn req_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
+    match opt_str(params, key)? {
+        Some(s) if !s.is_empty() => Ok(s),
+        _ => Err(RpcError::invalid_params(format!("{key} is required and must be a non-empty string"))),
+    }
+}
+
+impl Runtime {
+    /// Executes an admitted request. Panics in handlers become `-32603` for this
+    /// request only.
+    pub(crate) async fn dispatch(&self, call: Call, ctx: RequestContext) -> Output {
+        let method = call.method;
+        let dialect = call.dialect;
+        let run = AssertUnwindSafe(self.route(call, ctx)).catch_unwind();
+        let result = run.await.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(method = ?method, panic = %what, "handler panicked");
+            Err(RpcError::internal("Internal error: the handler failed"))
+        })?;
+        Ok(self.finish(dialect, method, result))
+    }
+
+    async fn route(&self, call: Call, ctx: RequestContext) -> Output {
+        use Method as M;
+        if !call.dialect.serves(call.method) {
+            return Err(RpcError::method_not_found(&call.method_name));
+        }
+        let caps = self.inner.capabilities;
+        let enabled = match call.method {
+            M::ToolsList | M::ToolsCall => caps.tools,
+            M::PromptsList | M::PromptsGet => caps.prompts,
+            M::ResourcesList | M::ResourceTemplatesList | M::ResourcesRead => caps.resources,
+            M::CompletionComplete => caps.completions,
+            M::LoggingSetLevel => caps.logging,
+            _ => true,
+        };
+        if !enabled {
+            return Err(RpcError::method_not_found(&call.method_name));
+        }
+        match call.method {
+            M::Initialize => self.initialize(&call),
+            M::Ping => Ok(Map::new()),
+            M::LoggingSetLevel => ops::set_level(&call.params),
+            M::Discover => Ok(self.discover()),
+            M::ToolsList => self.list_tools(&call),
+            M::PromptsList => self.list_prompts(&call),
+            M::ResourcesList => self.list_resources(&call, ctx).await,
+            M::ResourceTemplatesList => self.list_templates(&call),
+            M::ToolsCall => self.call_tool(call, ctx).await,
+            M::PromptsGet => self.get_prompt(call, ctx).await,
+            M::ResourcesRead => self.read_resource(call, ctx).await,
+            M::CompletionComplete => self.complete(call, ctx).await,
+            M::SubscriptionsListen
+            | M::ResourcesSubscribe
+            | M::ResourcesUnsubscribe
+            | M::Initialized
+            | M::Cancelled
+            | M::Unknown => Err(RpcError::method_not_found(&call.method_name)),
+        }
+    }
+
+    /// Adds the dialect's result envelope: for 2026-07-28 `resultType`, cache hints on
+    /// cacheable results, and the server info in `_meta`.
+    pub(crate) fn finish(&self, dialect: &Dialect, method: Method, mut result: Map<String, Value>) -> Map<String, Value> {
+        if !dialect.has_result_envelope() {
+            return result;
+        }
+        result.insert("resultType".into(), Value::String("complete".into()));
+        if method.is_cacheable() {
+            let caches = &self.inner.caches;
+            let hint = match method {
+                Method::Discover => caches.discover,
+                Method::ResourcesRead => caches.reads,
+                _ => caches.lists,
+            };
+            result.insert("ttlMs".into(), Value::from(hint.ttl_ms));
+            result.insert("cacheScope".into(), serde_json::to_value(hint.scope).unwrap_or_default());
+        }
+        if let Some(view) = self.inner.catalogue.view(dialect) {
+            let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(SERVER_INFO_KEY.into(), view.server_info.clone());
+            }
+        }
+        result
+    }
+}

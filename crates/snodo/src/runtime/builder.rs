@@ -1,0 +1,336 @@
+//! [`RuntimeBuilder`]: collects the description of a server and validates it once.
+
+use std::sync::Arc;
+
+use super::catalogue::Catalogue;
+use super::prompt::Prompt;
+use super::resource::{Resource, ResourceTemplate};
+use super::tool::Tool;
+use super::{Caches, Capabilities, Inner, Runtime};
+use crate::model::{CacheHint, Icon, ServerInfo};
+use crate::protocol::{Dialect, LogLevel, V2026_07_28};
+
+/// Default number of items per list page.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// Why a runtime could not be built. Each variant names the offending item.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The server info is invalid.
+    #[error("invalid server info: {0}")]
+    InvalidServerInfo(String),
+    /// No dialect is enabled.
+    #[error("no protocol dialect is enabled")]
+    NoProtocols,
+    /// A dialect is enabled twice.
+    #[error("protocol {0} is enabled twice")]
+    DuplicateProtocol(&'static str),
+    /// Two components share a name or URI.
+    #[error("duplicate {kind} {name:?}")]
+    Duplicate {
+        /// `"tool"`, `"prompt"`, `"resource"` or `"resource template"`.
+        kind: &'static str,
+        /// The repeated name or URI.
+        name: String,
+    },
+    /// A tool name is not 1–128 characters of `[A-Za-z0-9_.-/]`.
+    #[error("invalid tool name {0:?}: use 1-128 characters of A-Z a-z 0-9 _ - . /")]
+    InvalidToolName(String),
+    /// A component has no handler.
+    #[error("{kind} {name:?} has no handler")]
+    MissingHandler {
+        /// The kind of component.
+        kind: &'static str,
+        /// Its name or URI.
+        name: String,
+    },
+    /// A tool schema is invalid.
+    #[error("tool {tool:?}: invalid {which} schema: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// `"input"` or `"output"`.
+        which: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A resource URI or template is invalid.
+    #[error("invalid resource {uri:?}: {reason}")]
+    InvalidResource {
+        /// The URI or template.
+        uri: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A capability is configured that no enabled dialect or component can back.
+    #[error("capability {capability} is not supported: {reason}")]
+    UnsupportedCapability {
+        /// The capability, e.g. `tools.listChanged`.
+        capability: &'static str,
+        /// Why, naming the dialects concerned.
+        reason: String,
+    },
+}
+
+/// Describes a server; [`build`](Self::build) validates and freezes it.
+#[derive(Debug)]
+#[must_use]
+pub struct RuntimeBuilder {
+    info: ServerInfo,
+    instructions: Option<String>,
+    protocols: Vec<&'static Dialect>,
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    page_size: usize,
+    caches: Caches,
+    logging: bool,
+    list_changed: bool,
+    legacy_log_level: LogLevel,
+}
+
+impl RuntimeBuilder {
+    pub(super) fn new(info: ServerInfo) -> Self {
+        Self {
+            info,
+            instructions: None,
+            protocols: vec![&V2026_07_28],
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            page_size: DEFAULT_PAGE_SIZE,
+            caches: Caches::default(),
+            logging: false,
+            list_changed: false,
+            legacy_log_level: LogLevel::Info,
+        }
+    }
+
+    /// Sets the display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.info.description = Some(description.into());
+        self
+    }
+
+    /// Sets the website URL.
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.info.icons.push(icon);
+        self
+    }
+
+    /// Sets the instructions sent in `server/discover` and `initialize`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets the enabled dialects, in preference order. The default is 2026-07-28 alone;
+    /// initialize-era dialects are served only when listed here:
+    ///
+    /// ```
+    /// use snodo::protocol::{V2025_06_18, V2025_11_25, V2026_07_28};
+    /// let b = snodo::Runtime::builder("s", "1").protocols([&V2026_07_28, &V2025_11_25, &V2025_06_18]);
+    /// # let _ = b;
+    /// ```
+    pub fn protocols<I: IntoIterator<Item = &'static Dialect>>(mut self, dialects: I) -> Self {
+        self.protocols = dialects.into_iter().collect();
+        self
+    }
+
+    /// Registers a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Registers a prompt.
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Registers a resource at a fixed URI.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Registers a resource template.
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Sets the list page size (default 100; at least 1).
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+
+    /// Cache hint for `server/discover` (2026-07-28).
+    pub fn discover_cache(mut self, hint: CacheHint) -> Self {
+        self.caches.discover = hint;
+        self
+    }
+
+    /// Cache hint for the four list methods (2026-07-28).
+    pub fn list_cache(mut self, hint: CacheHint) -> Self {
+        self.caches.lists = hint;
+        self
+    }
+
+    /// Cache hint for `resources/read` (2026-07-28).
+    pub fn read_cache(mut self, hint: CacheHint) -> Self {
+        self.caches.reads = hint;
+        self
+    }
+
+    /// Advertises the `logging` capability: handlers' log messages reach clients that
+    /// ask for them on the calling request's stream.
+    pub fn logging(mut self) -> Self {
+        self.logging = true;
+        self
+    }
+
+    /// The least severe level delivered to initialize-era clients, which set their level
+    /// with `logging/setLevel` on an earlier request that a stateless server cannot
+    /// remember (default `info`).
+    pub fn legacy_log_level(mut self, level: LogLevel) -> Self {
+        self.legacy_log_level = level;
+        self
+    }
+
+    /// Asks to advertise `listChanged` on tools, prompts and resources. Refused by
+    /// [`build`](Self::build) until subscriptions are configured, and always refused
+    /// together with an initialize-era dialect, which cannot deliver the notifications
+    /// without a session.
+    pub fn list_changed(mut self, on: bool) -> Self {
+        self.list_changed = on;
+        self
+    }
+
+    /// Validates everything and freezes the runtime.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        self.info.validate().map_err(BuildError::InvalidServerInfo)?;
+        if self.protocols.is_empty() {
+            return Err(BuildError::NoProtocols);
+        }
+        for (i, d) in self.protocols.iter().enumerate() {
+            if self.protocols[..i].contains(d) {
+                return Err(BuildError::DuplicateProtocol(d.version()));
+            }
+        }
+        if self.list_changed {
+            let legacy: Vec<_> =
+                self.protocols.iter().filter(|d| !d.is_stateless()).map(|d| d.version()).collect();
+            let reason = if legacy.is_empty() {
+                "no subscription source is configured to deliver list_changed notifications".to_owned()
+            } else {
+                format!("initialize-era dialects cannot deliver it without a session: {}", legacy.join(", "))
+            };
+            return Err(BuildError::UnsupportedCapability { capability: "listChanged", reason });
+        }
+        let catalogue = Catalogue::build(
+            self.tools,
+            self.prompts,
+            self.resources,
+            self.templates,
+            &self.protocols,
+            &self.info,
+        )?;
+        let capabilities = Capabilities {
+            tools: catalogue.has_tools(),
+            prompts: catalogue.has_prompts(),
+            resources: catalogue.has_resources(),
+            completions: catalogue.has_completions(),
+            logging: self.logging,
+        };
+        let versions = self.protocols.iter().map(|d| d.version()).collect();
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                info: self.info,
+                instructions: self.instructions,
+                dialects: self.protocols,
+                versions,
+                catalogue,
+                page_size: self.page_size,
+                caches: self.caches,
+                capabilities,
+                legacy_log_level: self.logging.then_some(self.legacy_log_level),
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{V2025_06_18, V2025_11_25};
+    use crate::runtime::tool::NoArguments;
+    use crate::{Runtime, ToolResult};
+
+    fn echo(name: &str) -> Tool {
+        Tool::new(name).description("d").handler(|_: NoArguments, _ctx| async { ToolResult::text("x") })
+    }
+
+    #[test]
+    fn refuses_bad_descriptions() {
+        let e = Runtime::builder("", "1").build().err();
+        assert!(matches!(e, Some(BuildError::InvalidServerInfo(_))));
+        let e = Runtime::builder("s", "1").tool(echo("a")).tool(echo("a")).build().err();
+        assert_eq!(e, Some(BuildError::Duplicate { kind: "tool", name: "a".into() }));
+        let e = Runtime::builder("s", "1").tool(echo("bad name")).build().err();
+        assert!(matches!(e, Some(BuildError::InvalidToolName(_))));
+        let e = Runtime::builder("s", "1").tool(Tool::new("t")).build().err();
+        assert!(matches!(e, Some(BuildError::MissingHandler { .. })));
+        let e = Runtime::builder("s", "1")
+            .tool(echo("t").input_schema(serde_json::json!({"type":"array"})))
+            .build()
+            .err();
+        assert!(matches!(e, Some(BuildError::InvalidSchema { which: "input", .. })));
+        let e = Runtime::builder("s", "1")
+            .tool(echo("t").output_schema(serde_json::json!({"type": 12})))
+            .build()
+            .err();
+        assert!(matches!(e, Some(BuildError::InvalidSchema { which: "output", .. })));
+        let e = Runtime::builder("s", "1").protocols([&V2025_11_25, &V2025_11_25]).build().err();
+        assert_eq!(e, Some(BuildError::DuplicateProtocol("2025-11-25")));
+        let e = Runtime::builder("s", "1").protocols([]).build().err();
+        assert_eq!(e, Some(BuildError::NoProtocols));
+    }
+
+    #[test]
+    fn capability_must_be_valid_for_every_dialect() {
+        let e = Runtime::builder("s", "1")
+            .protocols([&V2026_07_28, &V2025_11_25, &V2025_06_18])
+            .list_changed(true)
+            .build()
+            .err();
+        let Some(BuildError::UnsupportedCapability { capability, reason }) = e else {
+            panic!("expected a capability error");
+        };
+        assert_eq!(capability, "listChanged");
+        assert!(reason.contains("2025-11-25, 2025-06-18"), "{reason}");
+    }
+
+    #[test]
+    fn defaults_to_2026_only() {
+        let rt = Runtime::builder("s", "1").build().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rt.supported_versions(), ["2026-07-28"]);
+    }
+}

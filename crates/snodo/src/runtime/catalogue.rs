@@ -1,0 +1,284 @@
+//! The catalogue: validated components, and their wire definitions computed once per
+//! enabled dialect.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::builder::BuildError;
+use super::prompt::Prompt;
+use super::resource::{CompiledTemplate, Resource, ResourceTemplate};
+use super::tool::{Tool, ToolHandler, is_object_schema, valid_tool_name};
+use super::uri_template::UriTemplate;
+use crate::model::ServerInfo;
+use crate::protocol::Dialect;
+
+/// A registered tool with its compiled argument validator.
+pub(crate) struct CompiledTool {
+    pub(crate) name: String,
+    pub(crate) handler: ToolHandler,
+    pub(crate) validator: jsonschema::Validator,
+    /// Both schemas have an object root (expressible in initialize-era dialects).
+    pub(crate) object_schemas: bool,
+}
+
+/// One list as a dialect publishes it: definitions in order, and a hash that binds
+/// cursors to exactly this list.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    pub(crate) items: Vec<Value>,
+    pub(crate) hash: u64,
+}
+
+impl Listing {
+    fn new(items: Vec<Value>, dialect: &Dialect, method: &str) -> Self {
+        let mut h = Sha256::new();
+        h.update(dialect.version());
+        h.update(method);
+        for item in &items {
+            h.update(item.to_string());
+        }
+        let digest = h.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        Self { items, hash: u64::from_be_bytes(first) }
+    }
+}
+
+/// Everything a dialect publishes, computed at build time.
+#[derive(Debug)]
+pub(crate) struct DialectView {
+    pub(crate) dialect: &'static Dialect,
+    pub(crate) tools: Listing,
+    pub(crate) prompts: Listing,
+    pub(crate) resources: Listing,
+    pub(crate) templates: Listing,
+    pub(crate) server_info: Value,
+}
+
+pub(crate) struct Catalogue {
+    pub(crate) tools: Vec<CompiledTool>,
+    tool_index: HashMap<String, usize>,
+    pub(crate) prompts: Vec<Prompt>,
+    prompt_index: HashMap<String, usize>,
+    pub(crate) resources: Vec<Resource>,
+    resource_index: HashMap<String, usize>,
+    pub(crate) templates: Vec<CompiledTemplate>,
+    pub(crate) views: Vec<DialectView>,
+}
+
+fn to_object(value: impl Serialize) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
+fn compile_schema(tool: &str, which: &'static str, schema: &Value) -> Result<jsonschema::Validator, BuildError> {
+    let invalid = |reason: String| BuildError::InvalidSchema { tool: tool.to_owned(), which, reason };
+    if !schema.is_object() {
+        return Err(invalid("a schema must be a JSON object".into()));
+    }
+    jsonschema::options()
+        .should_validate_formats(false)
+        .build(schema)
+        .map_err(|e| invalid(e.to_string()))
+}
+
+impl Catalogue {
+    pub(crate) fn build(
+        tools: Vec<Tool>,
+        prompts: Vec<Prompt>,
+        resources: Vec<Resource>,
+        templates: Vec<ResourceTemplate>,
+        dialects: &[&'static Dialect],
+        info: &ServerInfo,
+    ) -> Result<Self, BuildError> {
+        let dup = |kind: &'static str, name: &str| BuildError::Duplicate { kind, name: name.to_owned() };
+        let missing = |kind: &'static str, name: &str| BuildError::MissingHandler { kind, name: name.to_owned() };
+
+        let mut compiled = Vec::with_capacity(tools.len());
+        let mut tool_index = HashMap::new();
+        let mut tool_defs = Vec::with_capacity(tools.len());
+        for mut tool in tools {
+            if !valid_tool_name(&tool.name) {
+                return Err(BuildError::InvalidToolName(tool.name));
+            }
+            if tool_index.insert(tool.name.clone(), compiled.len()).is_some() {
+                return Err(dup("tool", &tool.name));
+            }
+            let handler = tool.handler.take().ok_or_else(|| missing("tool", &tool.name))?;
+            let input = tool.input_schema.take().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+            if !is_object_schema(&input) {
+                return Err(BuildError::InvalidSchema {
+                    tool: tool.name.clone(),
+                    which: "input",
+                    reason: "tool arguments are JSON objects: the root must have \"type\": \"object\"".into(),
+                });
+            }
+            let validator = compile_schema(&tool.name, "input", &input)?;
+            if let Some(output) = &tool.output_schema {
+                compile_schema(&tool.name, "output", output)?;
+            }
+            let object_schemas = tool.output_schema.as_ref().is_none_or(is_object_schema);
+            let mut def = Map::new();
+            def.insert("name".into(), Value::String(tool.name.clone()));
+            if let Some(t) = &tool.title {
+                def.insert("title".into(), Value::String(t.clone()));
+            }
+            if let Some(d) = &tool.description {
+                def.insert("description".into(), Value::String(d.clone()));
+            }
+            def.insert("inputSchema".into(), input);
+            if let Some(o) = tool.output_schema.take() {
+                def.insert("outputSchema".into(), o);
+            }
+            if let Some(a) = tool.annotations.take() {
+                def.insert("annotations".into(), Value::Object(a));
+            }
+            if !tool.icons.is_empty() {
+                def.insert("icons".into(), serde_json::to_value(&tool.icons).unwrap_or_default());
+            }
+            if let Some(m) = tool.meta.take() {
+                def.insert("_meta".into(), Value::Object(m));
+            }
+            tool_defs.push(def);
+            compiled.push(CompiledTool { name: tool.name, handler, validator, object_schemas });
+        }
+
+        let mut prompt_index = HashMap::new();
+        for (i, p) in prompts.iter().enumerate() {
+            if prompt_index.insert(p.name.clone(), i).is_some() {
+                return Err(dup("prompt", &p.name));
+            }
+            if p.handler.is_none() {
+                return Err(missing("prompt", &p.name));
+            }
+        }
+
+        let mut resource_index = HashMap::new();
+        for (i, r) in resources.iter().enumerate() {
+            let uri = r.info.uri();
+            if !uri.contains(':') {
+                return Err(BuildError::InvalidResource { uri: uri.to_owned(), reason: "a resource URI must be absolute".into() });
+            }
+            if resource_index.insert(uri.to_owned(), i).is_some() {
+                return Err(dup("resource", uri));
+            }
+            if r.reader.is_none() {
+                return Err(missing("resource", uri));
+            }
+        }
+
+        let mut compiled_templates = Vec::with_capacity(templates.len());
+        for t in templates {
+            if compiled_templates.iter().any(|c: &CompiledTemplate| c.template.template == t.template) {
+                return Err(dup("resource template", &t.template));
+            }
+            let matcher = UriTemplate::parse(&t.template)
+                .map_err(|reason| BuildError::InvalidResource { uri: t.template.clone(), reason })?;
+            if t.reader.is_none() {
+                return Err(missing("resource template", &t.template));
+            }
+            compiled_templates.push(CompiledTemplate { template: t, matcher });
+        }
+
+        let hidden: Vec<&str> =
+            compiled.iter().filter(|t| !t.object_schemas).map(|t| t.name.as_str()).collect();
+        let legacy: Vec<&str> = dialects.iter().filter(|d| !d.is_stateless()).map(|d| d.version()).collect();
+        if !hidden.is_empty() && !legacy.is_empty() {
+            tracing::warn!(
+                tools = %hidden.join(", "),
+                dialects = %legacy.join(", "),
+                "Tools without object input and output schemas are hidden from initialize-era clients ({}): {}",
+                legacy.join(", "),
+                hidden.join(", ")
+            );
+        }
+
+        let views = dialects
+            .iter()
+            .map(|&dialect| {
+                let tools = tool_defs
+                    .iter()
+                    .zip(&compiled)
+                    .filter(|(_, c)| dialect.structured_content_any_json() || c.object_schemas)
+                    .map(|(def, _)| {
+                        let mut def = def.clone();
+                        dialect.shape_component(&mut def);
+                        for key in ["inputSchema", "outputSchema"] {
+                            if let Some(s) = def.get_mut(key) {
+                                dialect.shape_schema(s);
+                            }
+                        }
+                        Value::Object(def)
+                    })
+                    .collect();
+                let shaped = |mut m: Map<String, Value>| {
+                    dialect.shape_component(&mut m);
+                    Value::Object(m)
+                };
+                let prompts = prompts.iter().map(|p| shaped(to_object(p.info()))).collect();
+                let resource_items = resources.iter().map(|r| shaped(to_object(&r.info))).collect();
+                let template_items =
+                    compiled_templates.iter().map(|t| shaped(to_object(t.template.info()))).collect();
+                let mut server_info = to_object(info);
+                dialect.shape_implementation(&mut server_info);
+                DialectView {
+                    dialect,
+                    tools: Listing::new(tools, dialect, "tools/list"),
+                    prompts: Listing::new(prompts, dialect, "prompts/list"),
+                    resources: Listing::new(resource_items, dialect, "resources/list"),
+                    templates: Listing::new(template_items, dialect, "resources/templates/list"),
+                    server_info: Value::Object(server_info),
+                }
+            })
+            .collect();
+
+        Ok(Self {
+            tools: compiled,
+            tool_index,
+            prompts,
+            prompt_index,
+            resources,
+            resource_index,
+            templates: compiled_templates,
+            views,
+        })
+    }
+
+    pub(crate) fn view(&self, dialect: &Dialect) -> Option<&DialectView> {
+        self.views.iter().find(|v| v.dialect == dialect)
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<&Prompt> {
+        self.prompt_index.get(name).map(|&i| &self.prompts[i])
+    }
+
+    pub(crate) fn resource(&self, uri: &str) -> Option<&Resource> {
+        self.resource_index.get(uri).map(|&i| &self.resources[i])
+    }
+
+    pub(crate) fn has_tools(&self) -> bool {
+        !self.tools.is_empty()
+    }
+
+    pub(crate) fn has_prompts(&self) -> bool {
+        !self.prompts.is_empty()
+    }
+
+    pub(crate) fn has_resources(&self) -> bool {
+        !self.resources.is_empty() || !self.templates.is_empty()
+    }
+
+    pub(crate) fn has_completions(&self) -> bool {
+        self.prompts.iter().any(|p| p.completer.is_some())
+            || self.templates.iter().any(|t| t.template.completer.is_some())
+    }
+}

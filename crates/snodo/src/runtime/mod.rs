@@ -1,0 +1,132 @@
+//! The runtime: an immutable description of a server (identity, components, enabled
+//! dialects, policies), built once and shared by every transport.
+
+pub mod completion;
+pub mod context;
+pub(crate) mod cursor;
+pub mod prompt;
+pub mod resource;
+pub mod tool;
+pub mod uri_template;
+
+mod builder;
+pub(crate) mod catalogue;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use builder::{BuildError, RuntimeBuilder};
+pub(crate) use catalogue::Catalogue;
+
+use crate::model::{CacheHint, ServerInfo};
+use crate::protocol::{Dialect, LogLevel};
+
+/// A built server: what it is, what it offers and which dialects it speaks.
+///
+/// Cheap to clone (one `Arc`). Build one with [`Runtime::builder`].
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) info: ServerInfo,
+    pub(crate) instructions: Option<String>,
+    /// Enabled dialects in preference order.
+    pub(crate) dialects: Vec<&'static Dialect>,
+    /// Their versions, same order (`supportedVersions`, `-32022` data).
+    pub(crate) versions: Vec<&'static str>,
+    pub(crate) catalogue: Catalogue,
+    pub(crate) page_size: usize,
+    pub(crate) caches: Caches,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) legacy_log_level: Option<LogLevel>,
+}
+
+/// Cache hints per kind of cacheable result.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Caches {
+    pub(crate) discover: CacheHint,
+    pub(crate) lists: CacheHint,
+    pub(crate) reads: CacheHint,
+}
+
+/// Which server capabilities are advertised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Capabilities {
+    pub(crate) tools: bool,
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
+    pub(crate) completions: bool,
+    pub(crate) logging: bool,
+}
+
+impl Capabilities {
+    /// The `ServerCapabilities` object (identical in the three revisions for the
+    /// capabilities a stateless server can honour).
+    pub(crate) fn to_json(self) -> serde_json::Value {
+        let mut caps = serde_json::Map::new();
+        let empty = || serde_json::Value::Object(serde_json::Map::new());
+        for (on, key) in [
+            (self.tools, "tools"),
+            (self.prompts, "prompts"),
+            (self.resources, "resources"),
+            (self.completions, "completions"),
+            (self.logging, "logging"),
+        ] {
+            if on {
+                caps.insert(key.to_owned(), empty());
+            }
+        }
+        serde_json::Value::Object(caps)
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("name", &self.inner.info.name())
+            .field("versions", &self.inner.versions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Starts describing a server named `name` at `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> RuntimeBuilder {
+        RuntimeBuilder::new(ServerInfo::new(name, version))
+    }
+
+    /// The server's identity.
+    #[must_use]
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.inner.info
+    }
+
+    /// The enabled protocol versions in preference order.
+    #[must_use]
+    pub fn supported_versions(&self) -> &[&'static str] {
+        &self.inner.versions
+    }
+
+    /// The enabled dialects in preference order.
+    #[must_use]
+    pub fn dialects(&self) -> &[&'static Dialect] {
+        &self.inner.dialects
+    }
+
+    /// The enabled dialect for `version`, if any.
+    pub(crate) fn dialect(&self, version: &str) -> Option<&'static Dialect> {
+        self.inner.dialects.iter().copied().find(|d| d.version() == version)
+    }
+
+    /// The 2026-07-28 dialect, if enabled.
+    pub(crate) fn stateless_dialect(&self) -> Option<&'static Dialect> {
+        self.inner.dialects.iter().copied().find(|d| d.is_stateless())
+    }
+
+    /// The first enabled initialize-era dialect, if any.
+    pub(crate) fn first_initialize_dialect(&self) -> Option<&'static Dialect> {
+        self.inner.dialects.iter().copied().find(|d| !d.is_stateless())
+    }
+}

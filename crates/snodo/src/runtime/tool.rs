@@ -1,0 +1,303 @@
+//! Tools: definition, typed handlers, argument validation.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::context::RequestContext;
+use crate::model::{Icon, ToolResult};
+use crate::protocol::RpcError;
+
+/// Why a tool call did not produce a normal result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// An execution failure the model should see: becomes `isError: true` with this text.
+    Execution(String),
+    /// A protocol error: becomes a JSON-RPC error response.
+    Protocol(RpcError),
+}
+
+impl ToolError {
+    /// An execution failure with a readable message.
+    pub fn new(message: impl fmt::Display) -> Self {
+        Self::Execution(message.to_string())
+    }
+}
+
+impl From<RpcError> for ToolError {
+    fn from(e: RpcError) -> Self {
+        Self::Protocol(e)
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(s: String) -> Self {
+        Self::Execution(s)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(s: &str) -> Self {
+        Self::Execution(s.to_owned())
+    }
+}
+
+/// A structured tool output: serialised as `structuredContent` and mirrored as text.
+#[derive(Clone, Debug)]
+pub struct Json<T>(pub T);
+
+/// Anything a tool handler may return.
+pub trait IntoToolResult {
+    /// Converts into a result or an error.
+    fn into_tool_result(self) -> Result<ToolResult, ToolError>;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        Ok(self)
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::text(self))
+    }
+}
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        serde_json::to_value(self.0)
+            .map(ToolResult::structured)
+            .map_err(|e| ToolError::Protocol(RpcError::internal(format!("Tool output is not JSON: {e}"))))
+    }
+}
+
+impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        self.map_err(Into::into).and_then(IntoToolResult::into_tool_result)
+    }
+}
+
+/// The arguments type of a tool that takes none: accepts `{}` or a missing `arguments`.
+#[derive(Clone, Copy, Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
+
+pub(crate) type ToolHandler =
+    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync>;
+
+/// A tool: its definition and its handler. Built by value, registered on a
+/// [`RuntimeBuilder`](crate::RuntimeBuilder).
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) input_schema: Option<Value>,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) annotations: Option<Map<String, Value>>,
+    pub(crate) icons: Vec<Icon>,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) handler: Option<ToolHandler>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// Generates a self-contained JSON Schema (draft 2020-12) for `T`.
+#[must_use]
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    if let Value::Object(map) = &mut value {
+        // The title is the Rust type name: noise for a model.
+        map.remove("title");
+    }
+    value
+}
+
+impl Tool {
+    /// A tool named `name`. Give it a description and a handler.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            annotations: None,
+            icons: Vec::new(),
+            meta: None,
+            handler: None,
+        }
+    }
+
+    /// Sets the description shown to the model.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the human-readable title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets a tool annotation hint such as `readOnlyHint`.
+    #[must_use]
+    pub fn annotation(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.annotations.get_or_insert_with(Map::new).insert(key.into(), value.into());
+        self
+    }
+
+    /// Marks the tool read-only (`readOnlyHint: true`).
+    #[must_use]
+    pub fn read_only(self) -> Self {
+        self.annotation("readOnlyHint", true)
+    }
+
+    /// Adds a `_meta` entry to the definition.
+    #[must_use]
+    pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta.get_or_insert_with(Map::new).insert(key.into(), value);
+        self
+    }
+
+    /// Sets the input schema explicitly (raw JSON Schema). Overrides a derived one.
+    #[must_use]
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// Sets the output schema explicitly (raw JSON Schema).
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Derives the output schema from `O`.
+    #[must_use]
+    pub fn output<O: JsonSchema>(self) -> Self {
+        self.output_schema(schema_for::<O>())
+    }
+
+    /// Sets a typed handler: arguments are validated against the input schema (derived
+    /// from `A` unless set explicitly), then deserialised into `A`.
+    #[must_use]
+    pub fn handler<A, F, Fut, R>(mut self, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        if self.input_schema.is_none() {
+            self.input_schema = Some(schema_for::<A>());
+        }
+        let f = Arc::new(f);
+        self.handler = Some(Arc::new(move |args: Value, ctx| {
+            let f = Arc::clone(&f);
+            Box::pin(async move {
+                let args: A = serde_json::from_value(args).map_err(|e| {
+                    ToolError::Protocol(RpcError::invalid_params(format!("Invalid arguments: {e}")))
+                })?;
+                f(args, ctx).await.into_tool_result()
+            })
+        }));
+        self
+    }
+
+    /// Sets a handler that receives the validated arguments as a JSON object. Requires
+    /// [`input_schema`](Self::input_schema) (or defaults to an object schema).
+    #[must_use]
+    pub fn raw_handler<F, Fut, R>(mut self, f: F) -> Self
+    where
+        F: Fn(Value, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        let f = Arc::new(f);
+        self.handler = Some(Arc::new(move |args: Value, ctx| {
+            let f = Arc::clone(&f);
+            Box::pin(async move { f(args, ctx).await.into_tool_result() })
+        }));
+        self
+    }
+
+    /// The name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Whether a schema's root is `type: "object"` (the only shape initialize-era dialects
+/// can express).
+pub(crate) fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// Tool names: 1–128 characters of `[A-Za-z0-9_.-]` (and `/`, which some clients use).
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Args {
+        text: String,
+        count: Option<u32>,
+    }
+
+    #[test]
+    fn derived_schema_is_self_contained_object() {
+        let s = schema_for::<Args>();
+        assert!(is_object_schema(&s));
+        assert!(s.get("$ref").is_none());
+        assert_eq!(s["required"], serde_json::json!(["text"]));
+        assert!(is_object_schema(&schema_for::<NoArguments>()));
+    }
+
+    #[test]
+    fn names() {
+        assert!(valid_tool_name("test_simple_text"));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("has space"));
+        assert!(!valid_tool_name(&"x".repeat(129)));
+    }
+}
