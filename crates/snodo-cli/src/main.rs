@@ -1,1 +1,119 @@
-fn main() {}
+//! The `snodo` command: `snodo serve` runs a demo MCP server over a folder;
+//! `snodo fixture` runs the conformance fixture.
+
+#![forbid(unsafe_code)]
+
+mod demo;
+mod fixture;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use snodo::http::{HttpConfig, Server};
+use snodo::protocol::{Dialect, V2025_06_18, V2025_11_25, V2026_07_28};
+
+#[derive(Parser, Debug)]
+#[command(name = "snodo", version, about = "A stateless MCP server runtime")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve a folder read-only over MCP: files as resources, a search tool, a review prompt.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: SocketAddr,
+        /// Folder to expose (default: the current directory).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Also speak the initialize-era revisions 2025-11-25 and 2025-06-18.
+        #[arg(long)]
+        legacy: bool,
+    },
+    /// Serve the official conformance fixture.
+    Fixture {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:3000")]
+        addr: SocketAddr,
+        /// Enabled protocol versions, comma-separated, in preference order.
+        #[arg(long, value_delimiter = ',', default_value = "2026-07-28,2025-11-25,2025-06-18")]
+        protocols: Vec<String>,
+        /// Which components to serve.
+        #[arg(long, value_enum, default_value_t = Profile::Conformance)]
+        profile: Profile,
+    },
+}
+
+/// Fixture profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Profile {
+    /// Every tool, resource and prompt the conformance runner calls.
+    Conformance,
+    /// Only the `echo {text}` tool (for benchmarks).
+    Echo,
+}
+
+fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
+    versions
+        .iter()
+        .map(|v| {
+            let v = v.trim();
+            [&V2026_07_28, &V2025_11_25, &V2025_06_18]
+                .into_iter()
+                .find(|d| d.version() == v)
+                .ok_or_else(|| format!("unknown protocol version {v:?} (known: 2026-07-28, 2025-11-25, 2025-06-18)"))
+        })
+        .collect()
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let (runtime, addr, banner) = match cli.command {
+        Command::Serve { addr, root, legacy } => {
+            let root = match root {
+                Some(r) => r,
+                None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+            };
+            let protocols: Vec<&'static Dialect> =
+                if legacy { vec![&V2026_07_28, &V2025_11_25, &V2025_06_18] } else { vec![&V2026_07_28] };
+            let runtime = demo::runtime(&root, protocols)?;
+            (runtime, addr, format!("serving {} read-only", root.display()))
+        }
+        Command::Fixture { addr, protocols, profile } => {
+            let runtime = fixture::runtime(dialects(&protocols)?, profile).map_err(|e| e.to_string())?;
+            (runtime, addr, format!("conformance fixture ({})", protocols.join(",")))
+        }
+    };
+    let server = Server::bind(runtime.clone(), addr, HttpConfig::default()).await.map_err(|e| e.to_string())?;
+    let local = server.local_addr().map_err(|e| e.to_string())?;
+    println!("snodo {banner}: http://{local}/mcp (protocols: {})", runtime.supported_versions().join(", "));
+    server.run().await.map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "snodo=info,warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("snodo: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("snodo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Read-only access to one folder: every path is resolved inside the root or refused.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Most files listed or searched.
+pub(crate) const MAX_FILES: usize = 10_000;
+/// Largest file read or searched, in bytes.
+pub(crate) const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The exposed folder.
+#[derive(Clone, Debug)]
+pub(crate) struct Root {
+    dir: PathBuf,
+}
+
+/// Why a path was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not a path inside the root (`..`, absolute, symlink escaping the root…).
+    Outside,
+    /// Nothing there, or not a regular file.
+    NotFound,
+    /// Larger than [`MAX_FILE_BYTES`].
+    TooLarge,
+}
+
+impl Root {
+    pub(crate) fn new(dir: &Path) -> io::Result<Self> {
+        let dir = dir.canonicalize()?;
+        if !dir.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a folder", dir.display())));
+        }
+        Ok(Self { dir })
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Resolves a relative path (from a URI or an argument) to a file inside the root.
+    pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, Refusal> {
+        if relative.is_empty() || relative.contains('\0') || relative.contains('\\') {
+            return Err(Refusal::Outside);
+        }
+        let rel = Path::new(relative);
+        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(Refusal::Outside);
+        }
+        let joined = self.dir.join(rel);
+        let real = joined.canonicalize().map_err(|_| Refusal::NotFound)?;
+        if !real.starts_with(&self.dir) {
+            return Err(Refusal::Outside);
+        }
+        let meta = real.metadata().map_err(|_| Refusal::NotFound)?;
+        if !meta.is_file() {
+            return Err(Refusal::NotFound);
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(Refusal::TooLarge);
+        }
+        Ok(real)
+    }
+
+    /// Relative paths (with `/`) of the regular files under the root, sorted; hidden
+    /// entries and symlinks are skipped.
+    pub(crate) fn files(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.dir.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if name.starts_with('.') || name == "target" || name == "node_modules" {
+                    continue;
+                }
+                let Ok(kind) = entry.file_type() else { continue };
+                let path = entry.path();
+                if kind.is_dir() {
+                    stack.push(path);
+                } else if kind.is_file() {
+                    if let Some(rel) = path.strip_prefix(&self.dir).ok().and_then(Path::to_str) {
+                        out.push(rel.replace(std::path::MAIN_SEPARATOR, "/"));
+                        if out.len() >= MAX_FILES {
+                            out.sort();
+                            return out;
+                        }
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The `file://` URI of a relative path.
+    pub(crate) fn uri(&self, relative: &str) -> String {
+        format!("{}/{}", self.base_uri(), encode_path(relative))
+    }
+
+    /// `file://` + the root's absolute path (percent-encoded).
+    pub(crate) fn base_uri(&self) -> String {
+        format!("file://{}", encode_path(&self.dir.to_string_lossy()))
+    }
+}
+
+/// Percent-encodes a path for a URI, keeping `/` and unreserved characters.
+pub(crate) fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A MIME type guessed from the extension.
+pub(crate) fn mime_type(path: &str) -> &'static str {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "md" | "markdown" => "text/markdown",
+        "rs" => "text/x-rust",
+        "toml" => "application/toml",
+        "json" => "application/json",
+        "yml" | "yaml" => "application/yaml",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "py" => "text/x-python",
+        "sh" => "text/x-shellscript",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "svg" => "image/svg+xml",
+        "pdf" => "application/pdf",
+        "txt" | "text" | "log" | "csv" | "lock" | "" => "text/plain",
+        _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("snodo-fs-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(d.join("sub"));
+        let _ = std::fs::write(d.join("a.txt"), "hello");
+        let _ = std::fs::write(d.join("sub/b.md"), "# b");
+        d
+    }
+
+    #[test]
+    fn resolves_inside_only() {
+        let dir = tmp();
+        let root = Root::new(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(root.resolve("a.txt").is_ok());
+        assert!(root.resolve("sub/b.md").is_ok());
+        assert_eq!(root.resolve("../etc/passwd"), Err(Refusal::Outside));
+        assert_eq!(root.resolve("/etc/passwd"), Err(Refusal::Outside));
+        assert_eq!(root.resolve("sub/../a.txt"), Err(Refusal::Outside));
+        assert_eq!(root.resolve("missing"), Err(Refusal::NotFound));
+        assert_eq!(root.resolve("sub"), Err(Refusal::NotFound));
+        #[cfg(unix)]
+        {
+            let _ = std::os::unix::fs::symlink("/etc/hostname", dir.join("link"));
+            assert_eq!(root.resolve("link"), Err(Refusal::Outside));
+        }
+        assert_eq!(root.files(), vec!["a.txt".to_owned(), "sub/b.md".to_owned()]);
+        assert_eq!(encode_path("a b/ç"), "a%20b/%C3%A7");
+    }
+}

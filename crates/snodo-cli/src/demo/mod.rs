@@ -1,0 +1,166 @@
+//! `snodo serve`: a useful demo server that exposes one folder read-only.
+//!
+//! - every file is a resource addressed by the template `file://<root>/{+path}` and
+//!   listed (paginated) by `resources/list`;
+//! - `snodo://demo/about` describes the server;
+//! - the `search` tool finds text across files and returns structured matches;
+//! - the `review_file` prompt embeds a file and asks for a review;
+//! - file paths complete in the prompt argument and in the template variable.
+
+mod fs;
+mod search;
+
+use std::path::Path;
+
+use serde_json::json;
+use snodo::protocol::Dialect;
+use snodo::{
+    CacheHint, CacheScope, CompletionRequest, Content, Json, Prompt, PromptMessage, PromptResult, ReadRequest,
+    RequestContext, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, RpcError, Runtime,
+    Tool, ToolError,
+};
+
+use self::fs::{Refusal, Root, mime_type};
+use self::search::{SearchArgs, SearchOutput};
+
+fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents>, ResourceError> {
+    let path = match root.resolve(relative) {
+        Ok(p) => p,
+        Err(Refusal::NotFound | Refusal::Outside) => return Err(ResourceError::NotFound),
+        Err(Refusal::TooLarge) => {
+            return Err(RpcError::invalid_params(format!("{relative} is larger than the 8 MiB read limit")).into());
+        }
+    };
+    let bytes = std::fs::read(&path).map_err(|_| ResourceError::NotFound)?;
+    let mime = mime_type(relative);
+    Ok(vec![match String::from_utf8(bytes) {
+        Ok(text) => ResourceContents::text(uri, text).mime_type(if mime == "application/octet-stream" { "text/plain" } else { mime }),
+        Err(e) => ResourceContents::blob(uri, e.as_bytes()).mime_type(mime),
+    }])
+}
+
+fn complete_path(root: &Root, req: &CompletionRequest) -> Vec<String> {
+    root.files().into_iter().filter(|f| f.starts_with(&req.value)).collect()
+}
+
+/// Builds the demo runtime over `dir`.
+pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Runtime, String> {
+    let root = Root::new(dir).map_err(|e| format!("cannot serve {}: {e}", dir.display()))?;
+    let base = root.base_uri();
+
+    let template = {
+        let (r1, r2, r3) = (root.clone(), root.clone(), root.clone());
+        ResourceTemplate::new(format!("{base}/{{+path}}"), "file")
+            .title("Files")
+            .description(format!("Files under {} (read-only)", root.dir().display()))
+            .reader(move |req: ReadRequest, _ctx: RequestContext| {
+                let root = r1.clone();
+                async move {
+                    let rel = req.variables.get("path").cloned().unwrap_or_default();
+                    tokio::task::spawn_blocking(move || read(&root, &rel, req.uri))
+                        .await
+                        .map_err(|_| ResourceError::Protocol(RpcError::internal("read failed")))?
+                }
+            })
+            .lister(move |_ctx| {
+                let root = r2.clone();
+                async move {
+                    let files = tokio::task::spawn_blocking(move || {
+                        root.files().into_iter().map(|f| ResourceInfo::new(root.uri(&f), f.clone()).mime_type(mime_type(&f))).collect()
+                    });
+                    files.await.map_err(|_| RpcError::internal("listing failed"))
+                }
+            })
+            .completer(move |req, _ctx| {
+                let root = r3.clone();
+                async move { Ok(complete_path(&root, &req)) }
+            })
+    };
+
+    let about = Resource::new("snodo://demo/about", "about").title("About this server").static_text(
+        "application/json",
+        json!({
+            "server": "snodo demo",
+            "root": root.dir().display().to_string(),
+            "template": format!("{base}/{{+path}}"),
+            "tools": ["search"],
+            "prompts": ["review_file"],
+        })
+        .to_string(),
+    );
+
+    let search_tool = {
+        let root = root.clone();
+        Tool::new("search")
+            .title("Search files")
+            .description("Case-insensitive text search across the files of the served folder. Returns matching lines with their file path and line number.")
+            .read_only()
+            .output::<SearchOutput>()
+            .handler(move |args: SearchArgs, ctx: RequestContext| {
+                let root = root.clone();
+                async move {
+                    if args.query.trim().is_empty() {
+                        return Err(ToolError::new("query must not be empty"));
+                    }
+                    let cancel = ctx.cancellation().clone();
+                    let out = tokio::task::spawn_blocking(move || search::search(&root, &args, &|| cancel.is_cancelled()))
+                        .await
+                        .map_err(|_| ToolError::new("search failed"))?;
+                    Ok(Json(out))
+                }
+            })
+    };
+
+    let review = {
+        let (r1, r2) = (root.clone(), root.clone());
+        Prompt::new("review_file")
+            .title("Review a file")
+            .description("Embeds a file from the served folder and asks for a code review")
+            .argument("path", "File path relative to the served folder", true)
+            .handler(move |args, _ctx| {
+                let root = r1.clone();
+                async move {
+                    let rel = args.get("path").cloned().unwrap_or_default();
+                    let uri = root.uri(&rel);
+                    let contents = tokio::task::spawn_blocking(move || read(&root, &rel, uri))
+                        .await
+                        .map_err(|_| RpcError::internal("read failed"))?;
+                    let contents = match contents {
+                        Ok(mut c) if !c.is_empty() => c.remove(0),
+                        Ok(_) | Err(ResourceError::NotFound) => {
+                            return Err(RpcError::invalid_params(format!("No such file: {}", args.get("path").map_or("", String::as_str))));
+                        }
+                        Err(ResourceError::Protocol(e)) => return Err(e),
+                        Err(_) => return Err(RpcError::internal("read failed")),
+                    };
+                    Ok(PromptResult::new(vec![
+                        PromptMessage::user(Content::resource(contents)),
+                        PromptMessage::user(Content::text(
+                            "Please review the file above: point out bugs, unclear code and missing tests, most important first.",
+                        )),
+                    ])
+                    .description("Code review of one file"))
+                }
+            })
+            .completer(move |req, _ctx| {
+                let root = r2.clone();
+                async move { Ok(complete_path(&root, &req)) }
+            })
+    };
+
+    Runtime::builder("snodo-demo", env!("CARGO_PKG_VERSION"))
+        .title("snodo folder server")
+        .description("Serves one folder read-only: files as resources, text search, review prompts")
+        .instructions("Use resources/list to browse files, the search tool to find text, and the review_file prompt to review a file.")
+        .protocols(protocols)
+        .page_size(50)
+        .list_cache(CacheHint::new(5_000, CacheScope::Private))
+        .read_cache(CacheHint::new(1_000, CacheScope::Private))
+        .discover_cache(CacheHint::new(60_000, CacheScope::Public))
+        .tool(search_tool)
+        .resource(about)
+        .resource_template(template)
+        .prompt(review)
+        .build()
+        .map_err(|e| e.to_string())
+}
