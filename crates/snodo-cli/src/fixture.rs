@@ -8,24 +8,26 @@ use serde::Deserialize;
 use serde_json::json;
 use snodo::protocol::{Dialect, LogLevel};
 use snodo::{
-    BuildError, Content, NoArguments, Prompt, PromptMessage, PromptResult, Resource, ResourceContents,
-    ResourceTemplate, RpcError, Runtime, Tool, ToolError, ToolResult,
+    BuildError, Content, NoArguments, Prompt, PromptMessage, PromptResult, Resource,
+    ResourceContents, ResourceTemplate, RpcError, Runtime, Tool, ToolError, ToolResult,
 };
 
 use crate::Profile;
 
 /// A 1x1 transparent PNG.
 pub(crate) const PNG: &[u8] = &[
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
-    0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00,
-    0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d,
-    0xb4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
+    0x42, 0x60, 0x82,
 ];
 
 /// A WAV header with no samples (valid RIFF/WAVE, 8 kHz mono 8-bit).
 const WAV: &[u8] = &[
-    b'R', b'I', b'F', b'F', 36, 0, 0, 0, b'W', b'A', b'V', b'E', b'f', b'm', b't', b' ', 16, 0, 0, 0, 1, 0, 1, 0,
-    0x40, 0x1f, 0, 0, 0x40, 0x1f, 0, 0, 1, 0, 8, 0, b'd', b'a', b't', b'a', 0, 0, 0, 0,
+    b'R', b'I', b'F', b'F', 36, 0, 0, 0, b'W', b'A', b'V', b'E', b'f', b'm', b't', b' ', 16, 0, 0,
+    0, 1, 0, 1, 0, 0x40, 0x1f, 0, 0, 0x40, 0x1f, 0, 0, 1, 0, 8, 0, b'd', b'a', b't', b'a', 0, 0, 0,
+    0,
 ];
 
 #[derive(Deserialize, JsonSchema)]
@@ -42,7 +44,9 @@ fn echo() -> Tool {
 }
 
 fn simple(name: &str, description: &str, result: fn() -> ToolResult) -> Tool {
-    Tool::new(name).description(description).handler(move |_: NoArguments, _ctx| async move { result() })
+    Tool::new(name)
+        .description(description)
+        .handler(move |_: NoArguments, _ctx| async move { result() })
 }
 
 fn tools() -> Vec<Tool> {
@@ -131,30 +135,50 @@ fn tools() -> Vec<Tool> {
                 "additionalProperties": false
             }))
             .raw_handler(|args, _ctx| async move { ToolResult::text(format!("Received: {args}")) }),
+        Tool::new("test_custom_header")
+            .description("Mirrors its value argument into the Mcp-Param-Value header")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"value": {"type": "string", "x-mcp-header": "Value", "description": "Any text"}},
+                "required": ["value"]
+            }))
+            .raw_handler(|args, _ctx| async move {
+                ToolResult::text(format!("Value: {}", args["value"].as_str().unwrap_or_default()))
+            }),
         echo(),
     ]
 }
 
 fn prompts() -> Vec<Prompt> {
     vec![
-        Prompt::new("test_simple_prompt").description("A prompt without arguments").handler(|_, _| async {
-            Ok(PromptResult::new(vec![PromptMessage::user(Content::text("This is a simple prompt for testing."))]))
-        }),
+        Prompt::new("test_simple_prompt")
+            .description("A prompt without arguments")
+            .handler(|_, _| async {
+                Ok(PromptResult::new(vec![PromptMessage::user(Content::text(
+                    "This is a simple prompt for testing.",
+                ))]))
+            }),
         Prompt::new("test_prompt_with_arguments")
             .description("A prompt with two required arguments")
             .argument("arg1", "First argument", true)
             .argument("arg2", "Second argument", true)
             .handler(|args, _| async move {
                 let get = |k: &str| args.get(k).cloned().unwrap_or_default();
-                Ok(PromptResult::new(vec![PromptMessage::user(Content::text(format!(
-                    "Prompt with arguments: arg1='{}', arg2='{}'",
-                    get("arg1"),
-                    get("arg2")
-                )))]))
+                Ok(PromptResult::new(vec![PromptMessage::user(Content::text(
+                    format!(
+                        "Prompt with arguments: arg1='{}', arg2='{}'",
+                        get("arg1"),
+                        get("arg2")
+                    ),
+                ))]))
             })
             .completer(|req, _| async move {
                 let candidates = ["test", "testing", "tested", "value1", "value2"];
-                Ok(candidates.iter().filter(|c| c.starts_with(&req.value)).map(|c| (*c).to_owned()).collect())
+                Ok(candidates
+                    .iter()
+                    .filter(|c| c.starts_with(&req.value))
+                    .map(|c| (*c).to_owned())
+                    .collect())
             }),
         Prompt::new("test_prompt_with_embedded_resource")
             .description("A prompt that embeds a resource")
@@ -163,17 +187,22 @@ fn prompts() -> Vec<Prompt> {
                 let uri = args.get("resourceUri").cloned().unwrap_or_default();
                 Ok(PromptResult::new(vec![
                     PromptMessage::user(Content::resource(
-                        ResourceContents::text(uri, "Embedded resource content for testing.").mime_type("text/plain"),
+                        ResourceContents::text(uri, "Embedded resource content for testing.")
+                            .mime_type("text/plain"),
                     )),
-                    PromptMessage::user(Content::text("Please process the embedded resource above.")),
+                    PromptMessage::user(Content::text(
+                        "Please process the embedded resource above.",
+                    )),
                 ]))
             }),
-        Prompt::new("test_prompt_with_image").description("A prompt with an image").handler(|_, _| async {
-            Ok(PromptResult::new(vec![
-                PromptMessage::user(Content::image(PNG, "image/png")),
-                PromptMessage::user(Content::text("Please analyze the image above.")),
-            ]))
-        }),
+        Prompt::new("test_prompt_with_image")
+            .description("A prompt with an image")
+            .handler(|_, _| async {
+                Ok(PromptResult::new(vec![
+                    PromptMessage::user(Content::image(PNG, "image/png")),
+                    PromptMessage::user(Content::text("Please analyze the image above.")),
+                ]))
+            }),
     ]
 }
 
@@ -181,7 +210,10 @@ fn resources() -> Vec<Resource> {
     vec![
         Resource::new("test://static-text", "static-text")
             .description("A static text resource")
-            .static_text("text/plain", "This is the content of the static text resource."),
+            .static_text(
+                "text/plain",
+                "This is the content of the static text resource.",
+            ),
         Resource::new("test://static-binary", "static-binary")
             .description("A static binary resource (PNG)")
             .static_blob("image/png", PNG),
@@ -197,13 +229,20 @@ fn template() -> ResourceTemplate {
         .mime_type("application/json")
         .reader(|req, _ctx| async move {
             let id = req.variables.get("id").cloned().unwrap_or_default();
-            let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
-            Ok(vec![ResourceContents::text(req.uri, body).mime_type("application/json")])
+            let body =
+                json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                    .to_string();
+            Ok(vec![
+                ResourceContents::text(req.uri, body).mime_type("application/json"),
+            ])
         })
 }
 
 /// Builds the fixture runtime for these dialects.
-pub(crate) fn runtime(protocols: Vec<&'static Dialect>, profile: Profile) -> Result<Runtime, BuildError> {
+pub(crate) fn runtime(
+    protocols: Vec<&'static Dialect>,
+    profile: Profile,
+) -> Result<Runtime, BuildError> {
     let builder = Runtime::builder("snodo-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .title("snodo conformance fixture")
         .instructions("Fixture for the official MCP conformance runner.")

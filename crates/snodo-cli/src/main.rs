@@ -41,7 +41,11 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:3000")]
         addr: SocketAddr,
         /// Enabled protocol versions, comma-separated, in preference order.
-        #[arg(long, value_delimiter = ',', default_value = "2026-07-28,2025-11-25,2025-06-18")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "2026-07-28,2025-11-25,2025-06-18"
+        )]
         protocols: Vec<String>,
         /// Which components to serve.
         #[arg(long, value_enum, default_value_t = Profile::Conformance)]
@@ -66,7 +70,11 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
             [&V2026_07_28, &V2025_11_25, &V2025_06_18]
                 .into_iter()
                 .find(|d| d.version() == v)
-                .ok_or_else(|| format!("unknown protocol version {v:?} (known: 2026-07-28, 2025-11-25, 2025-06-18)"))
+                .ok_or_else(|| {
+                    format!(
+                        "unknown protocol version {v:?} (known: 2026-07-28, 2025-11-25, 2025-06-18)"
+                    )
+                })
         })
         .collect()
 }
@@ -76,33 +84,59 @@ async fn run(cli: Cli) -> Result<(), String> {
         Command::Serve { addr, root, legacy } => {
             let root = match root {
                 Some(r) => r,
-                None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+                None => std::env::current_dir()
+                    .map_err(|e| format!("cannot read the current directory: {e}"))?,
             };
-            let protocols: Vec<&'static Dialect> =
-                if legacy { vec![&V2026_07_28, &V2025_11_25, &V2025_06_18] } else { vec![&V2026_07_28] };
+            let protocols: Vec<&'static Dialect> = if legacy {
+                vec![&V2026_07_28, &V2025_11_25, &V2025_06_18]
+            } else {
+                vec![&V2026_07_28]
+            };
             let runtime = demo::runtime(&root, protocols)?;
-            (runtime, addr, format!("serving {} read-only", root.display()))
+            (
+                runtime,
+                addr,
+                format!("serving {} read-only", root.display()),
+            )
         }
-        Command::Fixture { addr, protocols, profile } => {
-            let runtime = fixture::runtime(dialects(&protocols)?, profile).map_err(|e| e.to_string())?;
-            (runtime, addr, format!("conformance fixture ({})", protocols.join(",")))
+        Command::Fixture {
+            addr,
+            protocols,
+            profile,
+        } => {
+            let runtime =
+                fixture::runtime(dialects(&protocols)?, profile).map_err(|e| e.to_string())?;
+            (
+                runtime,
+                addr,
+                format!("conformance fixture ({})", protocols.join(",")),
+            )
         }
     };
-    let server = Server::bind(runtime.clone(), addr, HttpConfig::default()).await.map_err(|e| e.to_string())?;
+    let server = Server::bind(runtime.clone(), addr, HttpConfig::default())
+        .await
+        .map_err(|e| e.to_string())?;
     let local = server.local_addr().map_err(|e| e.to_string())?;
-    println!("snodo {banner}: http://{local}/mcp (protocols: {})", runtime.supported_versions().join(", "));
+    println!(
+        "snodo {banner}: http://{local}/mcp (protocols: {})",
+        runtime.supported_versions().join(", ")
+    );
     server.run().await.map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "snodo=info,warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "snodo=info,warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("snodo: cannot start the async runtime: {e}");

@@ -52,7 +52,10 @@ pub mod protocol;
 mod router;
 pub mod runtime;
 
-pub use model::{CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents, ServerInfo, ToolResult};
+pub use model::{
+    CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,
+    ServerInfo, ToolResult,
+};
 pub use protocol::{Dialect, RpcError};
 pub use runtime::completion::CompletionRequest;
 pub use runtime::context::{Principal, RequestContext};

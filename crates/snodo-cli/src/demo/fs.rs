@@ -29,7 +29,10 @@ impl Root {
     pub(crate) fn new(dir: &Path) -> io::Result<Self> {
         let dir = dir.canonicalize()?;
         if !dir.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a folder", dir.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a folder", dir.display()),
+            ));
         }
         Ok(Self { dir })
     }
@@ -68,14 +71,18 @@ impl Root {
         let mut out = Vec::new();
         let mut stack = vec![self.dir.clone()];
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
                 if name.starts_with('.') || name == "target" || name == "node_modules" {
                     continue;
                 }
-                let Ok(kind) = entry.file_type() else { continue };
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
                 let path = entry.path();
                 if kind.is_dir() {
                     stack.push(path);
@@ -120,7 +127,10 @@ pub(crate) fn encode_path(path: &str) -> String {
 
 /// A MIME type guessed from the extension.
 pub(crate) fn mime_type(path: &str) -> &'static str {
-    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = path
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
     match ext.as_str() {
         "md" | "markdown" => "text/markdown",
         "rs" => "text/x-rust",
@@ -170,7 +180,10 @@ mod tests {
             let _ = std::os::unix::fs::symlink("/etc/hostname", dir.join("link"));
             assert_eq!(root.resolve("link"), Err(Refusal::Outside));
         }
-        assert_eq!(root.files(), vec!["a.txt".to_owned(), "sub/b.md".to_owned()]);
+        assert_eq!(
+            root.files(),
+            vec!["a.txt".to_owned(), "sub/b.md".to_owned()]
+        );
         assert_eq!(encode_path("a b/ç"), "a%20b/%C3%A7");
     }
 }

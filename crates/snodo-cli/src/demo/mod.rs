@@ -15,9 +15,9 @@ use std::path::Path;
 use serde_json::json;
 use snodo::protocol::Dialect;
 use snodo::{
-    CacheHint, CacheScope, CompletionRequest, Content, Json, Prompt, PromptMessage, PromptResult, ReadRequest,
-    RequestContext, Resource, ResourceContents, ResourceError, ResourceInfo, ResourceTemplate, RpcError, Runtime,
-    Tool, ToolError,
+    CacheHint, CacheScope, CompletionRequest, Content, Json, Prompt, PromptMessage, PromptResult,
+    ReadRequest, RequestContext, Resource, ResourceContents, ResourceError, ResourceInfo,
+    ResourceTemplate, RpcError, Runtime, Tool, ToolError,
 };
 
 use self::fs::{Refusal, Root, mime_type};
@@ -28,19 +28,31 @@ fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents
         Ok(p) => p,
         Err(Refusal::NotFound | Refusal::Outside) => return Err(ResourceError::NotFound),
         Err(Refusal::TooLarge) => {
-            return Err(RpcError::invalid_params(format!("{relative} is larger than the 8 MiB read limit")).into());
+            return Err(RpcError::invalid_params(format!(
+                "{relative} is larger than the 8 MiB read limit"
+            ))
+            .into());
         }
     };
     let bytes = std::fs::read(&path).map_err(|_| ResourceError::NotFound)?;
     let mime = mime_type(relative);
     Ok(vec![match String::from_utf8(bytes) {
-        Ok(text) => ResourceContents::text(uri, text).mime_type(if mime == "application/octet-stream" { "text/plain" } else { mime }),
+        Ok(text) => {
+            ResourceContents::text(uri, text).mime_type(if mime == "application/octet-stream" {
+                "text/plain"
+            } else {
+                mime
+            })
+        }
         Err(e) => ResourceContents::blob(uri, e.as_bytes()).mime_type(mime),
     }])
 }
 
 fn complete_path(root: &Root, req: &CompletionRequest) -> Vec<String> {
-    root.files().into_iter().filter(|f| f.starts_with(&req.value)).collect()
+    root.files()
+        .into_iter()
+        .filter(|f| f.starts_with(&req.value))
+        .collect()
 }
 
 /// Builds the demo runtime over `dir`.
@@ -66,9 +78,16 @@ pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Ru
                 let root = r2.clone();
                 async move {
                     let files = tokio::task::spawn_blocking(move || {
-                        root.files().into_iter().map(|f| ResourceInfo::new(root.uri(&f), f.clone()).mime_type(mime_type(&f))).collect()
+                        root.files()
+                            .into_iter()
+                            .map(|f| {
+                                ResourceInfo::new(root.uri(&f), f.clone()).mime_type(mime_type(&f))
+                            })
+                            .collect()
                     });
-                    files.await.map_err(|_| RpcError::internal("listing failed"))
+                    files
+                        .await
+                        .map_err(|_| RpcError::internal("listing failed"))
                 }
             })
             .completer(move |req, _ctx| {
@@ -77,17 +96,19 @@ pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Ru
             })
     };
 
-    let about = Resource::new("snodo://demo/about", "about").title("About this server").static_text(
-        "application/json",
-        json!({
-            "server": "snodo demo",
-            "root": root.dir().display().to_string(),
-            "template": format!("{base}/{{+path}}"),
-            "tools": ["search"],
-            "prompts": ["review_file"],
-        })
-        .to_string(),
-    );
+    let about = Resource::new("snodo://demo/about", "about")
+        .title("About this server")
+        .static_text(
+            "application/json",
+            json!({
+                "server": "snodo demo",
+                "root": root.dir().display().to_string(),
+                "template": format!("{base}/{{+path}}"),
+                "tools": ["search"],
+                "prompts": ["review_file"],
+            })
+            .to_string(),
+        );
 
     let search_tool = {
         let root = root.clone();

@@ -44,7 +44,11 @@ pub(crate) struct SearchOutput {
 pub(crate) fn search(root: &Root, args: &SearchArgs, cancelled: &dyn Fn() -> bool) -> SearchOutput {
     let needle = args.query.to_lowercase();
     let limit = args.max_results.unwrap_or(50).clamp(1, 500) as usize;
-    let mut out = SearchOutput { matches: Vec::new(), files_searched: 0, truncated: false };
+    let mut out = SearchOutput {
+        matches: Vec::new(),
+        files_searched: 0,
+        truncated: false,
+    };
     for rel in root.files() {
         if cancelled() {
             break;
@@ -52,11 +56,15 @@ pub(crate) fn search(root: &Root, args: &SearchArgs, cancelled: &dyn Fn() -> boo
         if args.path.as_deref().is_some_and(|p| !rel.starts_with(p)) {
             continue;
         }
-        let Ok(path) = root.resolve(&rel) else { continue };
+        let Ok(path) = root.resolve(&rel) else {
+            continue;
+        };
         if path.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         out.files_searched += 1;
         for (i, line) in text.lines().enumerate() {
             if line.to_lowercase().contains(&needle) {
@@ -65,7 +73,11 @@ pub(crate) fn search(root: &Root, args: &SearchArgs, cancelled: &dyn Fn() -> boo
                     return out;
                 }
                 let trimmed: String = line.trim().chars().take(200).collect();
-                out.matches.push(Match { path: rel.clone(), line: u32::try_from(i + 1).unwrap_or(u32::MAX), text: trimmed });
+                out.matches.push(Match {
+                    path: rel.clone(),
+                    line: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                    text: trimmed,
+                });
             }
         }
     }

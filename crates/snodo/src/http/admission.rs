@@ -7,13 +7,45 @@ use super::body::Body;
 use super::config::HttpConfig;
 use super::response;
 
+/// Why a request was refused before its body was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// `Host` names a host outside the allow-list (or is missing).
+    Host,
+    /// `Origin` names a host outside the allow-list, or is malformed.
+    Origin,
+    /// More than one `Origin` header.
+    Origins,
+    /// The body is not declared as `application/json`.
+    ContentType,
+    /// `Accept` does not cover both JSON and SSE.
+    Accept,
+}
+
+impl Refused {
+    /// The HTTP answer.
+    pub(crate) fn response(self) -> Response<Body> {
+        match self {
+            Self::Host => response::forbidden("Forbidden: Host is not allowed"),
+            Self::Origin => response::forbidden("Forbidden: Origin is not allowed"),
+            Self::Origins => response::forbidden("Forbidden: more than one Origin header"),
+            Self::ContentType => response::unsupported_media_type(),
+            Self::Accept => response::not_acceptable(),
+        }
+    }
+}
+
 /// Strips the port (and IPv6 brackets) from an authority.
 fn host_of(authority: &str) -> &str {
     if let Some(rest) = authority.strip_prefix('[') {
         return rest.split(']').next().unwrap_or_default();
     }
     authority.rsplit_once(':').map_or(authority, |(h, port)| {
-        if port.bytes().all(|b| b.is_ascii_digit()) { h } else { authority }
+        if port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            authority
+        }
     })
 }
 
@@ -22,7 +54,11 @@ fn listed(list: &[String], host: &str) -> bool {
 }
 
 /// Checks Host and Origin against the allow-lists.
-pub(crate) fn check_origin(cfg: &HttpConfig, headers: &HeaderMap, uri: &Uri) -> Result<(), Response<Body>> {
+pub(crate) fn check_origin(
+    cfg: &HttpConfig,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<(), Refused> {
     if let Some(allowed) = &cfg.allowed_hosts {
         let mut hosts = headers.get_all(header::HOST).iter();
         let host = match (hosts.next(), hosts.next()) {
@@ -31,25 +67,32 @@ pub(crate) fn check_origin(cfg: &HttpConfig, headers: &HeaderMap, uri: &Uri) -> 
             _ => None,
         };
         if !host.is_some_and(|h| listed(allowed, host_of(h))) {
-            return Err(response::forbidden("Forbidden: Host is not allowed"));
+            return Err(Refused::Host);
         }
     }
     let mut origins = headers.get_all(header::ORIGIN).iter();
     match (origins.next(), origins.next()) {
         (None, _) => Ok(()),
         (Some(o), None) => {
-            let ok = o.to_str().ok().and_then(|o| o.parse::<Uri>().ok()).is_some_and(|u| {
-                matches!(u.scheme_str(), Some("http" | "https"))
-                    && u.authority().is_some_and(|a| !a.as_str().contains('@') && listed(&cfg.allowed_origins, host_of(a.as_str())))
-            });
-            if ok { Ok(()) } else { Err(response::forbidden("Forbidden: Origin is not allowed")) }
+            let ok = o
+                .to_str()
+                .ok()
+                .and_then(|o| o.parse::<Uri>().ok())
+                .is_some_and(|u| {
+                    matches!(u.scheme_str(), Some("http" | "https"))
+                        && u.authority().is_some_and(|a| {
+                            !a.as_str().contains('@')
+                                && listed(&cfg.allowed_origins, host_of(a.as_str()))
+                        })
+                });
+            if ok { Ok(()) } else { Err(Refused::Origin) }
         }
-        _ => Err(response::forbidden("Forbidden: more than one Origin header")),
+        _ => Err(Refused::Origins),
     }
 }
 
 /// Checks that the body is declared as JSON.
-pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response<Body>> {
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refused> {
     let mut values = headers.get_all(header::CONTENT_TYPE).iter();
     let ok = match (values.next(), values.next()) {
         (Some(v), None) => v.to_str().ok().is_some_and(|v| {
@@ -58,19 +101,28 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response<Bod
         }),
         _ => false,
     };
-    if ok { Ok(()) } else { Err(response::unsupported_media_type()) }
+    if ok {
+        Ok(())
+    } else {
+        Err(Refused::ContentType)
+    }
 }
 
 /// Checks that the client accepts both a JSON and an SSE answer (wildcards count).
-pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Response<Body>> {
+pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Refused> {
     let (mut json, mut sse) = (false, false);
-    for value in headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()) {
+    for value in headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+    {
         for item in value.split(',') {
             let mut parts = item.split(';');
             let range = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
             let refused = parts.any(|p| {
                 let p = p.trim();
-                p.strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+                p.strip_prefix("q=")
+                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
             });
             if refused {
                 continue;
@@ -83,7 +135,11 @@ pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Response<Body>> {
             }
         }
     }
-    if json && sse { Ok(()) } else { Err(response::not_acceptable()) }
+    if json && sse {
+        Ok(())
+    } else {
+        Err(Refused::Accept)
+    }
 }
 
 #[cfg(test)]
@@ -107,11 +163,23 @@ mod tests {
         assert!(check_origin(&cfg, &headers(&[("host", "[::1]:3000")]), &uri).is_ok());
         assert!(check_origin(&cfg, &headers(&[("host", "LOCALHOST")]), &uri).is_ok());
         assert!(check_origin(&cfg, &headers(&[("host", "evil.example.com")]), &uri).is_err());
-        assert!(check_origin(&cfg, &headers(&[("host", "localhost.evil.example.com:80")]), &uri).is_err());
+        assert!(
+            check_origin(
+                &cfg,
+                &headers(&[("host", "localhost.evil.example.com:80")]),
+                &uri
+            )
+            .is_err()
+        );
         assert!(check_origin(&cfg, &headers(&[]), &uri).is_err());
         let ok = headers(&[("host", "localhost"), ("origin", "http://localhost:9999")]);
         assert!(check_origin(&cfg, &ok, &uri).is_ok());
-        for bad in ["http://evil.example.com", "http://user@localhost:4000", "null", "file://localhost"] {
+        for bad in [
+            "http://evil.example.com",
+            "http://user@localhost:4000",
+            "null",
+            "file://localhost",
+        ] {
             let h = headers(&[("host", "localhost"), ("origin", bad)]);
             assert!(check_origin(&cfg, &h, &uri).is_err(), "{bad}");
         }
@@ -120,13 +188,31 @@ mod tests {
 
     #[test]
     fn media_types() {
-        assert!(check_content_type(&headers(&[("content-type", "application/json; charset=utf-8")])).is_ok());
+        assert!(
+            check_content_type(&headers(&[(
+                "content-type",
+                "application/json; charset=utf-8"
+            )]))
+            .is_ok()
+        );
         assert!(check_content_type(&headers(&[("content-type", "text/plain")])).is_err());
         assert!(check_content_type(&headers(&[])).is_err());
-        assert!(check_accept(&headers(&[("accept", "application/json, text/event-stream")])).is_ok());
+        assert!(
+            check_accept(&headers(&[(
+                "accept",
+                "application/json, text/event-stream"
+            )]))
+            .is_ok()
+        );
         assert!(check_accept(&headers(&[("accept", "*/*")])).is_ok());
         assert!(check_accept(&headers(&[("accept", "application/json")])).is_err());
-        assert!(check_accept(&headers(&[("accept", "application/json, text/event-stream;q=0")])).is_err());
+        assert!(
+            check_accept(&headers(&[(
+                "accept",
+                "application/json, text/event-stream;q=0"
+            )]))
+            .is_err()
+        );
         assert!(check_accept(&headers(&[])).is_err());
     }
 }

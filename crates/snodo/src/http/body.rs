@@ -23,17 +23,23 @@ enum Kind {
 impl Body {
     /// A complete body.
     pub(crate) fn full(bytes: Bytes) -> Self {
-        Self { kind: Kind::Full((!bytes.is_empty()).then_some(bytes)) }
+        Self {
+            kind: Kind::Full((!bytes.is_empty()).then_some(bytes)),
+        }
     }
 
     /// An empty body.
     pub(crate) fn empty() -> Self {
-        Self { kind: Kind::Full(None) }
+        Self {
+            kind: Kind::Full(None),
+        }
     }
 
     /// A body fed by a channel of already-framed chunks; it ends when the sender drops.
     pub(crate) fn stream(rx: mpsc::Receiver<Bytes>) -> Self {
-        Self { kind: Kind::Stream(rx) }
+        Self {
+            kind: Kind::Stream(rx),
+        }
     }
 }
 
@@ -41,7 +47,10 @@ impl http_body::Body for Body {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.kind {
             Kind::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Kind::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),

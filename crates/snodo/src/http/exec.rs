@@ -21,14 +21,22 @@ use crate::runtime::context::{Principal, RequestContext};
 const STREAM_DEPTH: usize = 32;
 
 /// The final JSON-RPC message and the HTTP status it would have on its own.
-fn final_message(dialect: &Dialect, id: &RequestId, out: Result<Map<String, Value>, RpcError>) -> (StatusCode, Bytes) {
+fn final_message(
+    dialect: &Dialect,
+    id: &RequestId,
+    out: Result<Map<String, Value>, RpcError>,
+) -> (StatusCode, Bytes) {
     match out {
         Ok(result) => {
             let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".to_owned());
             (StatusCode::OK, result_message(id, &json))
         }
         Err(e) => {
-            let status = if dialect.errors_in_band() { StatusCode::OK } else { e.code().http_status() };
+            let status = if dialect.errors_in_band() {
+                StatusCode::OK
+            } else {
+                e.code().http_status()
+            };
             (status, error_message(Some(id), &e))
         }
     }
@@ -43,7 +51,11 @@ pub(crate) async fn execute(
     principal: Option<Principal>,
 ) -> Response<Body> {
     let dialect = call.dialect;
-    let log_threshold = if dialect.is_stateless() { call.meta.log_level } else { runtime.inner.legacy_log_level };
+    let log_threshold = if dialect.is_stateless() {
+        call.meta.log_level
+    } else {
+        runtime.inner.legacy_log_level
+    };
     let streams = call.meta.progress_token.is_some() || log_threshold.is_some();
     let cancel = CancellationToken::new();
     // Dropping this future (the client went away) cancels the execution.
@@ -54,7 +66,15 @@ pub(crate) async fn execute(
     } else {
         (None, None)
     };
-    let ctx = RequestContext::new(dialect, id.clone(), call.meta.clone(), principal, cancel.clone(), tx, log_threshold);
+    let ctx = RequestContext::new(
+        dialect,
+        id.clone(),
+        call.meta.clone(),
+        principal,
+        cancel.clone(),
+        tx,
+        log_threshold,
+    );
     let mut work = {
         let runtime = runtime.clone();
         Box::pin(async move { runtime.dispatch(call, ctx).await })

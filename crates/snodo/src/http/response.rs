@@ -18,7 +18,11 @@ pub(crate) fn json(status: StatusCode, bytes: Bytes) -> Response<Body> {
 }
 
 /// A JSON-RPC error response with an explicit status.
-pub(crate) fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<Body> {
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    id: Option<&RequestId>,
+    error: &RpcError,
+) -> Response<Body> {
     json(status, error_message(id.or(error.id()), error))
 }
 
@@ -30,13 +34,21 @@ pub(crate) fn accepted() -> Response<Body> {
 }
 
 fn http_error(status: StatusCode, message: &'static str) -> Response<Body> {
-    rpc_error(status, None, &RpcError::new(ErrorCode::INVALID_REQUEST, message))
+    rpc_error(
+        status,
+        None,
+        &RpcError::new(ErrorCode::INVALID_REQUEST, message),
+    )
 }
 
 /// 405 with `Allow: POST`.
 pub(crate) fn method_not_allowed() -> Response<Body> {
-    let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed: the MCP endpoint accepts POST only");
-    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    let mut r = http_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Method not allowed: the MCP endpoint accepts POST only",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
     r
 }
 
@@ -47,7 +59,10 @@ pub(crate) fn forbidden(message: &'static str) -> Response<Body> {
 
 /// 415: the body is not `application/json`.
 pub(crate) fn unsupported_media_type() -> Response<Body> {
-    http_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type: Content-Type must be application/json")
+    http_error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "Unsupported Media Type: Content-Type must be application/json",
+    )
 }
 
 /// 406: the client does not accept both JSON and SSE answers.
@@ -60,12 +75,18 @@ pub(crate) fn not_acceptable() -> Response<Body> {
 
 /// 413: the body exceeds the limit.
 pub(crate) fn payload_too_large() -> Response<Body> {
-    http_error(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body exceeds the limit")
+    http_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "Payload Too Large: the request body exceeds the limit",
+    )
 }
 
 /// 400: the body could not be read.
 pub(crate) fn bad_body() -> Response<Body> {
-    http_error(StatusCode::BAD_REQUEST, "Bad Request: the request body could not be read")
+    http_error(
+        StatusCode::BAD_REQUEST,
+        "Bad Request: the request body could not be read",
+    )
 }
 
 /// 404 for paths other than the MCP endpoint (used by the ready listener).
@@ -84,7 +105,10 @@ pub(crate) fn healthy() -> Response<Body> {
 pub(crate) fn event_stream(body: Body) -> Response<Body> {
     let mut r = Response::new(body);
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r

@@ -31,13 +31,19 @@ pub(crate) struct Rejection {
 impl Rejection {
     /// Refused during admission: the status follows the code.
     pub(crate) fn admission(error: RpcError) -> Self {
-        Self { status: error.code().http_status(), error }
+        Self {
+            status: error.code().http_status(),
+            error,
+        }
     }
 
     /// Refused by a dialect whose errors travel in band.
     fn for_dialect(dialect: &Dialect, error: RpcError) -> Self {
         if dialect.errors_in_band() {
-            Self { status: StatusCode::OK, error }
+            Self {
+                status: StatusCode::OK,
+                error,
+            }
         } else {
             Self::admission(error)
         }
@@ -54,24 +60,33 @@ fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, Rpc
             .to_str()
             .map(|s| Some(s.trim_matches([' ', '\t'])))
             .map_err(|_| RpcError::header_mismatch(format!("Header {name} is malformed"))),
-        _ => Err(RpcError::header_mismatch(format!("Header {name} is repeated"))),
+        _ => Err(RpcError::header_mismatch(format!(
+            "Header {name} is repeated"
+        ))),
     }
 }
 
 /// Decodes the `=?base64?…?=` sentinel form of a mirrored header value.
 fn decode_header_value(name: &str, raw: &str) -> Result<String, RpcError> {
-    let Some(inner) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+    let Some(inner) = raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
         return Ok(raw.to_owned());
     };
     base64::engine::general_purpose::STANDARD
         .decode(inner)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| RpcError::header_mismatch(format!("Header {name} has a malformed base64 value")))
+        .ok_or_else(|| {
+            RpcError::header_mismatch(format!("Header {name} has a malformed base64 value"))
+        })
 }
 
 /// Parses `params` (already known to be an object, if present).
-fn params_map(params: Option<&serde_json::value::RawValue>) -> Result<Map<String, Value>, RpcError> {
+fn params_map(
+    params: Option<&serde_json::value::RawValue>,
+) -> Result<Map<String, Value>, RpcError> {
     match params {
         None => Ok(Map::new()),
         Some(raw) => serde_json::from_str(raw.get())
@@ -110,17 +125,31 @@ pub(crate) fn admit_request(
             }
             let meta = RequestMeta::parse(params.get("_meta"))
                 .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
-            return Ok(Call { dialect, method, method_name: method_name.to_owned(), params, meta });
+            return Ok(Call {
+                dialect,
+                method,
+                method_name: method_name.to_owned(),
+                params,
+                meta,
+            });
         }
     }
 
     let Some(header) = header else {
-        let message = "Missing MCP-Protocol-Version header: it is required on every request after initialize";
-        let code = if runtime.stateless_dialect().is_some() { ErrorCode::HEADER_MISMATCH } else { ErrorCode::INVALID_REQUEST };
+        let message =
+            "Missing MCP-Protocol-Version header: it is required on every request after initialize";
+        let code = if runtime.stateless_dialect().is_some() {
+            ErrorCode::HEADER_MISMATCH
+        } else {
+            ErrorCode::INVALID_REQUEST
+        };
         return Err(fail(RpcError::new(code, message)));
     };
     let Some(dialect) = runtime.dialect(header) else {
-        return Err(fail(RpcError::unsupported_version(runtime.supported_versions(), header)));
+        return Err(fail(RpcError::unsupported_version(
+            runtime.supported_versions(),
+            header,
+        )));
     };
     if body_version.as_deref().is_some_and(|b| b != header) {
         return Err(fail(RpcError::header_mismatch(format!(
@@ -133,23 +162,38 @@ pub(crate) fn admit_request(
     }
     let meta = RequestMeta::parse(params.get("_meta"))
         .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
-    Ok(Call { dialect, method, method_name: method_name.to_owned(), params, meta })
+    Ok(Call {
+        dialect,
+        method,
+        method_name: method_name.to_owned(),
+        params,
+        meta,
+    })
 }
 
 /// The dialect an `initialize` request negotiates, if any initialize-era dialect is on.
-fn select_initialize(runtime: &Runtime, params: &Map<String, Value>, header: Option<&str>) -> Option<&'static Dialect> {
+fn select_initialize(
+    runtime: &Runtime,
+    params: &Map<String, Value>,
+    header: Option<&str>,
+) -> Option<&'static Dialect> {
     let first = runtime.first_initialize_dialect()?;
     // A 2026-07-28 header means a modern client probing: let the stateless rules answer.
     if header.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless)) {
         return None;
     }
     let proposed = params.get("protocolVersion").and_then(Value::as_str);
-    Some(proposed.and_then(|v| runtime.dialect(v)).filter(|d| !d.is_stateless()).unwrap_or(first))
+    Some(
+        proposed
+            .and_then(|v| runtime.dialect(v))
+            .filter(|d| !d.is_stateless())
+            .unwrap_or(first),
+    )
 }
 
 /// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
 fn check_stateless(
-    _runtime: &Runtime,
+    runtime: &Runtime,
     headers: &HeaderMap,
     method: Method,
     method_name: &str,
@@ -171,10 +215,14 @@ fn check_stateless(
         return Err(RpcError::invalid_params("params._meta must be an object"));
     };
     if !meta.contains_key(PROTOCOL_VERSION_KEY) {
-        return Err(RpcError::invalid_params(format!("Missing required _meta {PROTOCOL_VERSION_KEY}")));
+        return Err(RpcError::invalid_params(format!(
+            "Missing required _meta {PROTOCOL_VERSION_KEY}"
+        )));
     }
     if !meta.contains_key(CLIENT_CAPABILITIES_KEY) {
-        return Err(RpcError::invalid_params(format!("Missing required _meta {CLIENT_CAPABILITIES_KEY}")));
+        return Err(RpcError::invalid_params(format!(
+            "Missing required _meta {CLIENT_CAPABILITIES_KEY}"
+        )));
     }
     if let Some(field) = method.name_field() {
         let header = single(headers, MCP_NAME)?
@@ -188,11 +236,27 @@ fn check_stateless(
             }
         }
     }
+    if method == Method::ToolsCall {
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| runtime.inner.catalogue.tool(n));
+        for p in tool.map(|t| t.param_headers.as_slice()).unwrap_or_default() {
+            let name = format!("mcp-param-{}", p.name);
+            let header = single(headers, &name)?
+                .map(|h| decode_header_value(&name, h))
+                .transpose()?;
+            p.check(params.get("arguments"), header.as_deref())?;
+        }
+    }
     Ok(())
 }
 
 /// What to do with a notification: the dialect it belongs to.
-pub(crate) fn admit_notification(runtime: &Runtime, headers: &HeaderMap) -> Result<&'static Dialect, Rejection> {
+pub(crate) fn admit_notification(
+    runtime: &Runtime,
+    headers: &HeaderMap,
+) -> Result<&'static Dialect, Rejection> {
     let header = single(headers, PROTOCOL_VERSION).map_err(Rejection::admission)?;
     match header {
         // Header rules for notification POSTs are not defined in 2026-07-28.
@@ -209,7 +273,10 @@ pub(crate) fn admit_notification(runtime: &Runtime, headers: &HeaderMap) -> Resu
 }
 
 /// A JSON-RPC response POSTed by the client: only initialize-era clients send those.
-pub(crate) fn admit_response(runtime: &Runtime, headers: &HeaderMap) -> Result<&'static Dialect, Rejection> {
+pub(crate) fn admit_response(
+    runtime: &Runtime,
+    headers: &HeaderMap,
+) -> Result<&'static Dialect, Rejection> {
     let dialect = admit_notification(runtime, headers)?;
     if dialect.is_stateless() {
         return Err(Rejection::admission(RpcError::new(
@@ -226,9 +293,17 @@ mod tests {
 
     #[test]
     fn header_values() {
-        assert_eq!(decode_header_value("n", "=?base64?ZWNobw==?=").ok().as_deref(), Some("echo"));
+        assert_eq!(
+            decode_header_value("n", "=?base64?ZWNobw==?=")
+                .ok()
+                .as_deref(),
+            Some("echo")
+        );
         assert!(decode_header_value("n", "=?base64?!!?=").is_err());
-        assert_eq!(decode_header_value("n", "plain").ok().as_deref(), Some("plain"));
+        assert_eq!(
+            decode_header_value("n", "plain").ok().as_deref(),
+            Some("plain")
+        );
         let mut h = HeaderMap::new();
         h.append("mcp-name", http::HeaderValue::from_static("  echo\t"));
         assert_eq!(single(&h, "mcp-name").ok().flatten(), Some("echo"));

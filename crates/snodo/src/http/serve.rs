@@ -44,7 +44,11 @@ pub struct Server {
 impl Server {
     /// Binds `addr` (port 0 picks a free port). A non-loopback address needs an explicit
     /// Host/Origin allow-list: the loopback defaults would refuse every real client.
-    pub async fn bind(runtime: Runtime, addr: SocketAddr, config: HttpConfig) -> Result<Self, ServeError> {
+    pub async fn bind(
+        runtime: Runtime,
+        addr: SocketAddr,
+        config: HttpConfig,
+    ) -> Result<Self, ServeError> {
         if !addr.ip().is_loopback() && config.allowed_hosts == HttpConfig::default().allowed_hosts {
             return Err(ServeError::Config(format!(
                 "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
@@ -52,7 +56,11 @@ impl Server {
             )));
         }
         let listener = TcpListener::bind(addr).await?;
-        Ok(Self { listener, service: McpService::with_config(runtime, config), drain: Duration::from_secs(10) })
+        Ok(Self {
+            listener,
+            service: McpService::with_config(runtime, config),
+            drain: Duration::from_secs(10),
+        })
     }
 
     /// The address actually bound.
@@ -98,7 +106,9 @@ impl Server {
                     Ok::<_, std::convert::Infallible>(resp)
                 }
             });
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                .into_owned();
             let conn = graceful.watch(conn);
             tokio::spawn(async move {
                 if let Err(e) = conn.await {
@@ -107,7 +117,10 @@ impl Server {
             });
         }
         drop(self.listener);
-        if tokio::time::timeout(self.drain, graceful.shutdown()).await.is_err() {
+        if tokio::time::timeout(self.drain, graceful.shutdown())
+            .await
+            .is_err()
+        {
             tracing::warn!("shutdown: in-flight requests did not finish within the drain timeout");
         }
         Ok(())
@@ -143,5 +156,8 @@ pub async fn shutdown_signal() {
 
 /// Serves `runtime` on `addr` at `/mcp` with default settings until Ctrl-C or SIGTERM.
 pub async fn serve(runtime: Runtime, addr: SocketAddr) -> Result<(), ServeError> {
-    Server::bind(runtime, addr, HttpConfig::default()).await?.run().await
+    Server::bind(runtime, addr, HttpConfig::default())
+        .await?
+        .run()
+        .await
 }

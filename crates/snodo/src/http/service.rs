@@ -37,7 +37,10 @@ impl McpService {
     /// The endpoint with explicit settings.
     #[must_use]
     pub fn with_config(runtime: Runtime, config: HttpConfig) -> Self {
-        Self { runtime, config: Arc::new(config) }
+        Self {
+            runtime,
+            config: Arc::new(config),
+        }
     }
 
     /// The settings.
@@ -69,24 +72,33 @@ impl McpService {
             return Err(response::method_not_allowed());
         }
         let (parts, body) = req.into_parts();
-        admission::check_origin(cfg, &parts.headers, &parts.uri)?;
-        admission::check_content_type(&parts.headers)?;
-        admission::check_accept(&parts.headers)?;
+        admission::check_origin(cfg, &parts.headers, &parts.uri)
+            .and_then(|()| admission::check_content_type(&parts.headers))
+            .and_then(|()| admission::check_accept(&parts.headers))
+            .map_err(admission::Refused::response)?;
         if let Some(len) = parts.headers.get(http::header::CONTENT_LENGTH) {
-            if len.to_str().ok().and_then(|l| l.parse::<usize>().ok()).is_some_and(|l| l > cfg.max_body_bytes) {
+            if len
+                .to_str()
+                .ok()
+                .and_then(|l| l.parse::<usize>().ok())
+                .is_some_and(|l| l > cfg.max_body_bytes)
+            {
                 return Err(response::payload_too_large());
             }
         }
         let bytes: Bytes = match Limited::new(body, cfg.max_body_bytes).collect().await {
             Ok(c) => c.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(response::payload_too_large()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(response::payload_too_large());
+            }
             Err(_) => return Err(response::bad_body()),
         };
         let incoming = Incoming::parse(&bytes).map_err(|e| reject(Rejection::admission(e)))?;
         let runtime = &self.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
-                let call = select::admit_request(runtime, &parts.headers, &id, &method, params).map_err(reject)?;
+                let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
+                    .map_err(reject)?;
                 Ok(exec::execute(runtime.clone(), cfg, id, call, None).await)
             }
             Incoming::Notification { .. } => {

@@ -47,7 +47,13 @@ pub struct ResourceContents {
 impl ResourceContents {
     /// Text contents.
     pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
-        Self { uri: uri.into(), mime_type: None, text: Some(text.into()), blob: None, meta: None }
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            text: Some(text.into()),
+            blob: None,
+            meta: None,
+        }
     }
 
     /// Binary contents; `bytes` are base64-encoded on the wire.
@@ -83,7 +89,11 @@ impl ResourceContents {
 
 /// One content block of a tool result or prompt message.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Content {
     /// Plain text.
@@ -143,7 +153,10 @@ pub enum Content {
 impl Content {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Self::Text { text: text.into(), annotations: None }
+        Self::Text {
+            text: text.into(),
+            annotations: None,
+        }
     }
 
     /// An image block from raw bytes.
@@ -178,7 +191,10 @@ impl Content {
     /// An embedded resource.
     #[must_use]
     pub fn resource(contents: ResourceContents) -> Self {
-        Self::Resource { resource: contents, annotations: None }
+        Self::Resource {
+            resource: contents,
+            annotations: None,
+        }
     }
 }
 
@@ -198,7 +214,10 @@ impl ToolResult {
     /// A successful result with these content blocks.
     #[must_use]
     pub fn new(content: Vec<Content>) -> Self {
-        Self { content, ..Self::default() }
+        Self {
+            content,
+            ..Self::default()
+        }
     }
 
     /// A successful result with one text block.
@@ -211,12 +230,20 @@ impl ToolResult {
     #[must_use]
     pub fn structured(value: Value) -> Self {
         let text = value.to_string();
-        Self { content: vec![Content::text(text)], structured_content: Some(value), ..Self::default() }
+        Self {
+            content: vec![Content::text(text)],
+            structured_content: Some(value),
+            ..Self::default()
+        }
     }
 
     /// An execution failure the model can read and act on (`isError: true`).
     pub fn error(message: impl Into<String>) -> Self {
-        Self { content: vec![Content::text(message)], is_error: true, ..Self::default() }
+        Self {
+            content: vec![Content::text(message)],
+            is_error: true,
+            ..Self::default()
+        }
     }
 
     /// Adds a content block.
@@ -229,7 +256,9 @@ impl ToolResult {
     /// Adds a `_meta` entry.
     #[must_use]
     pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.meta.get_or_insert_with(Map::new).insert(key.into(), value);
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
         self
     }
 
@@ -265,13 +294,19 @@ impl PromptMessage {
     /// A user message.
     #[must_use]
     pub fn user(content: Content) -> Self {
-        Self { role: Role::User, content }
+        Self {
+            role: Role::User,
+            content,
+        }
     }
 
     /// An assistant message.
     #[must_use]
     pub fn assistant(content: Content) -> Self {
-        Self { role: Role::Assistant, content }
+        Self {
+            role: Role::Assistant,
+            content,
+        }
     }
 }
 
@@ -287,7 +322,10 @@ impl PromptResult {
     /// A result with these messages.
     #[must_use]
     pub fn new(messages: Vec<PromptMessage>) -> Self {
-        Self { description: None, messages }
+        Self {
+            description: None,
+            messages,
+        }
     }
 
     /// Sets the description.
@@ -312,14 +350,23 @@ mod tests {
     #[test]
     fn content_wire_shapes() {
         let v = serde_json::to_value(Content::image(b"\x89PNG", "image/png")).unwrap_or_default();
-        assert_eq!(v, json!({"type":"image","data":"iVBORw==","mimeType":"image/png"}));
+        assert_eq!(
+            v,
+            json!({"type":"image","data":"iVBORw==","mimeType":"image/png"})
+        );
         let v = serde_json::to_value(Content::resource(
             ResourceContents::text("test://x", "hi").mime_type("text/plain"),
         ))
         .unwrap_or_default();
-        assert_eq!(v, json!({"type":"resource","resource":{"uri":"test://x","mimeType":"text/plain","text":"hi"}}));
+        assert_eq!(
+            v,
+            json!({"type":"resource","resource":{"uri":"test://x","mimeType":"text/plain","text":"hi"}})
+        );
         let v = serde_json::to_value(Content::resource_link("file:///a", "a")).unwrap_or_default();
-        assert_eq!(v, json!({"type":"resource_link","uri":"file:///a","name":"a"}));
+        assert_eq!(
+            v,
+            json!({"type":"resource_link","uri":"file:///a","name":"a"})
+        );
     }
 
     #[test]

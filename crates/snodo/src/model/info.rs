@@ -22,7 +22,12 @@ pub struct Icon {
 impl Icon {
     /// An icon with a source URI.
     pub fn new(src: impl Into<String>) -> Self {
-        Self { src: src.into(), mime_type: None, sizes: Vec::new(), theme: None }
+        Self {
+            src: src.into(),
+            mime_type: None,
+            sizes: Vec::new(),
+            theme: None,
+        }
     }
 
     /// Sets the MIME type.
@@ -43,7 +48,10 @@ impl Icon {
         if self.src.starts_with("https://") || self.src.starts_with("data:") {
             Ok(())
         } else {
-            Err(format!("icon src must be an https: or data: URI, got {:?}", self.src))
+            Err(format!(
+                "icon src must be an https: or data: URI, got {:?}",
+                self.src
+            ))
         }
     }
 }

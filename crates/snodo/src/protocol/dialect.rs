@@ -38,16 +38,28 @@ pub struct Dialect {
 }
 
 /// The 2026-07-28 revision: stateless, the default.
-pub static V2026_07_28: Dialect =
-    Dialect { version: "2026-07-28", era: Era::Stateless, icons: true, url_elicitation: true };
+pub static V2026_07_28: Dialect = Dialect {
+    version: "2026-07-28",
+    era: Era::Stateless,
+    icons: true,
+    url_elicitation: true,
+};
 
 /// The 2025-11-25 revision (initialize era), opt-in.
-pub static V2025_11_25: Dialect =
-    Dialect { version: "2025-11-25", era: Era::Initialize, icons: true, url_elicitation: true };
+pub static V2025_11_25: Dialect = Dialect {
+    version: "2025-11-25",
+    era: Era::Initialize,
+    icons: true,
+    url_elicitation: true,
+};
 
 /// The 2025-06-18 revision (initialize era), opt-in.
-pub static V2025_06_18: Dialect =
-    Dialect { version: "2025-06-18", era: Era::Initialize, icons: false, url_elicitation: false };
+pub static V2025_06_18: Dialect = Dialect {
+    version: "2025-06-18",
+    era: Era::Initialize,
+    icons: false,
+    url_elicitation: false,
+};
 
 /// Every dialect this crate implements, newest first.
 pub static ALL: [&Dialect; 3] = [&V2026_07_28, &V2025_11_25, &V2025_06_18];
@@ -198,12 +210,19 @@ mod tests {
 
     #[test]
     fn shaping() {
-        let mut imp = serde_json::json!({"name":"n","version":"1","icons":[],"websiteUrl":"https://x"});
+        let mut imp =
+            serde_json::json!({"name":"n","version":"1","icons":[],"websiteUrl":"https://x"});
         if let Value::Object(m) = &mut imp {
             V2025_06_18.shape_implementation(m);
         }
         assert_eq!(imp, serde_json::json!({"name":"n","version":"1"}));
-        assert_eq!(V2025_11_25.resource_not_found_code(), ErrorCode::RESOURCE_NOT_FOUND);
-        assert_eq!(V2026_07_28.resource_not_found_code(), ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            V2025_11_25.resource_not_found_code(),
+            ErrorCode::RESOURCE_NOT_FOUND
+        );
+        assert_eq!(
+            V2026_07_28.resource_not_found_code(),
+            ErrorCode::INVALID_PARAMS
+        );
     }
 }

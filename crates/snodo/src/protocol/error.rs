@@ -77,7 +77,12 @@ pub(crate) struct ErrorObject<'a> {
 impl RpcError {
     /// An error with a code and message.
     pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
-        Self { code, message: message.into(), data: None, id: None }
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+            id: None,
+        }
     }
 
     /// Attaches `data`.
@@ -106,7 +111,10 @@ impl RpcError {
 
     /// `-32601` naming the method.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+        Self::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
     }
 
     /// `-32020` with a message.
@@ -125,8 +133,11 @@ impl RpcError {
 
     /// `-32022` listing the supported versions and echoing the requested one.
     pub fn unsupported_version(supported: &[&str], requested: &str) -> Self {
-        Self::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
-            .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+        Self::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
     }
 
     /// The error code.
@@ -154,7 +165,11 @@ impl RpcError {
     }
 
     pub(crate) fn object(&self) -> ErrorObject<'_> {
-        ErrorObject { code: self.code, message: &self.message, data: self.data.as_ref() }
+        ErrorObject {
+            code: self.code,
+            message: &self.message,
+            data: self.data.as_ref(),
+        }
     }
 }
 
@@ -172,9 +187,18 @@ mod tests {
 
     #[test]
     fn status_map() {
-        assert_eq!(ErrorCode::METHOD_NOT_FOUND.http_status(), StatusCode::NOT_FOUND);
-        assert_eq!(ErrorCode::HEADER_MISMATCH.http_status(), StatusCode::BAD_REQUEST);
-        assert_eq!(ErrorCode::INTERNAL_ERROR.http_status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            ErrorCode::METHOD_NOT_FOUND.http_status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            ErrorCode::HEADER_MISMATCH.http_status(),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            ErrorCode::INTERNAL_ERROR.http_status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
         assert_eq!(ErrorCode(-32003).http_status(), StatusCode::OK);
     }
 }

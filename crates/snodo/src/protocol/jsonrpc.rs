@@ -141,7 +141,11 @@ impl<'a> Incoming<'a> {
         }
         let Some(method) = env.method else {
             if env.result.is_some() || env.error.is_some() {
-                return Ok(Self::Response { id, result: env.result, error: env.error });
+                return Ok(Self::Response {
+                    id,
+                    result: env.result,
+                    error: env.error,
+                });
             }
             return Err(with_id(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
@@ -149,7 +153,10 @@ impl<'a> Incoming<'a> {
             )));
         };
         let method: Cow<'a, str> = serde_json::from_str(method.get()).map_err(|_| {
-            with_id(RpcError::new(ErrorCode::INVALID_REQUEST, "Invalid Request: method must be a string"))
+            with_id(RpcError::new(
+                ErrorCode::INVALID_REQUEST,
+                "Invalid Request: method must be a string",
+            ))
         })?;
         if let Some(p) = env.params {
             if !p.get().starts_with('{') {
@@ -160,8 +167,15 @@ impl<'a> Incoming<'a> {
             }
         }
         Ok(match id {
-            Some(id) => Self::Request { id, method, params: env.params },
-            None => Self::Notification { method, params: env.params },
+            Some(id) => Self::Request {
+                id,
+                method,
+                params: env.params,
+            },
+            None => Self::Notification {
+                method,
+                params: env.params,
+            },
         })
     }
 }
@@ -182,7 +196,9 @@ fn parse_id(raw: &RawValue) -> Result<RequestId, RpcError> {
             .parse::<i64>()
             .map(RequestId::Number)
             .map_err(|_| invalid("Invalid Request: id must be a string or a 64-bit integer")),
-        _ => Err(invalid("Invalid Request: id must be a string or an integer")),
+        _ => Err(invalid(
+            "Invalid Request: id must be a string or an integer",
+        )),
     }
 }
 
@@ -224,7 +240,12 @@ pub fn notification_message(method: &str, params: &impl Serialize) -> Bytes {
         params: &'a P,
     }
     Bytes::from(
-        serde_json::to_vec(&Note { jsonrpc: "2.0", method, params }).unwrap_or_default(),
+        serde_json::to_vec(&Note {
+            jsonrpc: "2.0",
+            method,
+            params,
+        })
+        .unwrap_or_default(),
     )
 }
 
@@ -239,7 +260,13 @@ pub fn request_message(id: &RequestId, method: &str, params: &impl Serialize) ->
         params: &'a P,
     }
     Bytes::from(
-        serde_json::to_vec(&Req { jsonrpc: "2.0", id, method, params }).unwrap_or_default(),
+        serde_json::to_vec(&Req {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        })
+        .unwrap_or_default(),
     )
 }
 
@@ -266,7 +293,13 @@ mod tests {
     #[test]
     fn parses_requests_notifications_and_responses() {
         let r = Incoming::parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
-        assert!(matches!(r, Ok(Incoming::Request { id: RequestId::Number(7), .. })));
+        assert!(matches!(
+            r,
+            Ok(Incoming::Request {
+                id: RequestId::Number(7),
+                ..
+            })
+        ));
         let r = Incoming::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         assert!(matches!(r, Ok(Incoming::Notification { .. })));
         let r = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#);
@@ -277,13 +310,42 @@ mod tests {
     fn rejects_malformed_envelopes() {
         assert_eq!(code(Incoming::parse(b"{not-json")), -32700);
         assert_eq!(code(Incoming::parse(b"")), -32700);
-        assert_eq!(code(Incoming::parse(br#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#)), -32600);
-        assert_eq!(code(Incoming::parse(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)), -32600);
-        assert_eq!(code(Incoming::parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)), -32600);
-        assert_eq!(code(Incoming::parse(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#)), -32600);
-        assert_eq!(code(Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":3}"#)), -32600);
-        assert_eq!(code(Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[]}"#)), -32602);
-        let long = format!(r#"{{"jsonrpc":"2.0","id":"{}","method":"x"}}"#, "a".repeat(300));
+        assert_eq!(
+            code(Incoming::parse(
+                br#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#
+            )),
+            -32600
+        );
+        assert_eq!(
+            code(Incoming::parse(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)),
+            -32600
+        );
+        assert_eq!(
+            code(Incoming::parse(
+                br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#
+            )),
+            -32600
+        );
+        assert_eq!(
+            code(Incoming::parse(
+                br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#
+            )),
+            -32600
+        );
+        assert_eq!(
+            code(Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":3}"#)),
+            -32600
+        );
+        assert_eq!(
+            code(Incoming::parse(
+                br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[]}"#
+            )),
+            -32602
+        );
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":"{}","method":"x"}}"#,
+            "a".repeat(300)
+        );
         assert_eq!(code(Incoming::parse(long.as_bytes())), -32600);
     }
 
@@ -298,7 +360,10 @@ mod tests {
     #[test]
     fn serialises_messages() {
         let id = RequestId::String("a\"b".into());
-        assert_eq!(&result_message(&id, "{}")[..], br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#);
+        assert_eq!(
+            &result_message(&id, "{}")[..],
+            br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#
+        );
         let e = RpcError::new(ErrorCode::METHOD_NOT_FOUND, "Method not found");
         assert_eq!(
             &error_message(None, &e)[..],

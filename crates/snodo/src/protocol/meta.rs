@@ -83,20 +83,29 @@ pub struct RequestMeta {
 impl RequestMeta {
     /// Parses the `_meta` member of `params` (if any).
     pub fn parse(meta: Option<&Value>) -> Result<Self, RpcError> {
-        let Some(meta) = meta else { return Ok(Self::default()) };
+        let Some(meta) = meta else {
+            return Ok(Self::default());
+        };
         let Value::Object(map) = meta else {
             return Err(RpcError::invalid_params("_meta must be an object"));
         };
-        let mut out = Self { present: true, ..Self::default() };
+        let mut out = Self {
+            present: true,
+            ..Self::default()
+        };
         if let Some(v) = map.get(PROTOCOL_VERSION_KEY) {
             let Value::String(s) = v else {
-                return Err(RpcError::invalid_params(format!("{PROTOCOL_VERSION_KEY} must be a string")));
+                return Err(RpcError::invalid_params(format!(
+                    "{PROTOCOL_VERSION_KEY} must be a string"
+                )));
             };
             out.protocol_version = Some(s.clone());
         }
         if let Some(v) = map.get(CLIENT_CAPABILITIES_KEY) {
             let Value::Object(caps) = v else {
-                return Err(RpcError::invalid_params(format!("{CLIENT_CAPABILITIES_KEY} must be an object")));
+                return Err(RpcError::invalid_params(format!(
+                    "{CLIENT_CAPABILITIES_KEY} must be an object"
+                )));
             };
             out.client_capabilities = Some(caps.clone());
         }
@@ -117,8 +126,12 @@ impl RequestMeta {
         }
         if let Some(v) = map.get("progressToken") {
             out.progress_token = Some(match v {
-                Value::String(s) if s.len() <= MAX_STRING_ID_LEN => ProgressToken::String(s.as_str().into()),
-                Value::Number(n) if n.is_i64() => ProgressToken::Number(n.as_i64().unwrap_or_default()),
+                Value::String(s) if s.len() <= MAX_STRING_ID_LEN => {
+                    ProgressToken::String(s.as_str().into())
+                }
+                Value::Number(n) if n.is_i64() => {
+                    ProgressToken::Number(n.as_i64().unwrap_or_default())
+                }
                 _ => {
                     return Err(RpcError::invalid_params(
                         "progressToken must be a string of at most 256 bytes or an integer",

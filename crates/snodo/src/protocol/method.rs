@@ -102,7 +102,10 @@ mod tests {
     fn parses_known_and_unknown() {
         assert_eq!(Method::parse("tools/call"), Method::ToolsCall);
         assert_eq!(Method::parse("Tools/Call"), Method::Unknown);
-        assert_eq!(Method::parse("resources/templates/list"), Method::ResourceTemplatesList);
+        assert_eq!(
+            Method::parse("resources/templates/list"),
+            Method::ResourceTemplatesList
+        );
         assert_eq!(Method::ToolsCall.name_field(), Some("name"));
         assert!(Method::ResourcesRead.is_cacheable());
         assert!(!Method::ToolsCall.is_cacheable());

@@ -15,7 +15,9 @@ const STATEFUL_PARAMS: [&str; 3] = ["task", "inputResponses", "requestState"];
 impl Runtime {
     pub(super) async fn call_tool(&self, mut call: Call, ctx: RequestContext) -> Output {
         let name = req_str(&call.params, "name")?.to_owned();
-        if !call.dialect.is_stateless() && STATEFUL_PARAMS.iter().any(|k| call.params.contains_key(*k)) {
+        if !call.dialect.is_stateless()
+            && STATEFUL_PARAMS.iter().any(|k| call.params.contains_key(*k))
+        {
             return Err(RpcError::invalid_params(
                 "Tasks and multi-round-trip inputs are not supported",
             ));
@@ -41,15 +43,22 @@ impl Runtime {
             .iter_errors(&arguments)
             .map(|e| {
                 let at = e.instance_path().to_string();
-                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
             })
             .collect();
         if !problems.is_empty() {
             // A readable execution error lets the model correct its call.
-            return Ok(shape(&call, ToolResult::error(format!(
-                "Invalid arguments for tool {name}: {}",
-                problems.join("; ")
-            )))?);
+            return shape(
+                &call,
+                ToolResult::error(format!(
+                    "Invalid arguments for tool {name}: {}",
+                    problems.join("; ")
+                )),
+            );
         }
         let result = match (tool.handler)(arguments, ctx).await {
             Ok(r) => r,

@@ -42,7 +42,11 @@ fn list_result(key: &str, (items, next): (Vec<Value>, Option<String>)) -> Map<St
 }
 
 impl Runtime {
-    fn listing(&self, call: &Call, pick: impl Fn(&crate::runtime::catalogue::DialectView) -> &Listing) -> Result<&Listing, RpcError> {
+    fn listing(
+        &self,
+        call: &Call,
+        pick: impl Fn(&crate::runtime::catalogue::DialectView) -> &Listing,
+    ) -> Result<&Listing, RpcError> {
         self.inner
             .catalogue
             .view(call.dialect)
@@ -52,10 +56,14 @@ impl Runtime {
 
     pub(super) fn initialize(&self, call: &Call) -> Output {
         let p = &call.params;
-        let valid = p.get("protocolVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty())
+        let valid = p
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
             && p.get("capabilities").is_some_and(Value::is_object)
             && p.get("clientInfo").is_some_and(|c| {
-                c.get("name").is_some_and(Value::is_string) && c.get("version").is_some_and(Value::is_string)
+                c.get("name").is_some_and(Value::is_string)
+                    && c.get("version").is_some_and(Value::is_string)
             });
         if !valid {
             return Err(RpcError::invalid_params(
@@ -68,7 +76,10 @@ impl Runtime {
             .view(call.dialect)
             .ok_or_else(|| RpcError::internal("dialect is not enabled"))?;
         let mut out = Map::new();
-        out.insert("protocolVersion".into(), Value::String(call.dialect.version().into()));
+        out.insert(
+            "protocolVersion".into(),
+            Value::String(call.dialect.version().into()),
+        );
         out.insert("capabilities".into(), self.inner.capabilities.to_json());
         out.insert("serverInfo".into(), view.server_info.clone());
         if let Some(i) = &self.inner.instructions {
@@ -81,7 +92,13 @@ impl Runtime {
         let mut out = Map::new();
         out.insert(
             "supportedVersions".into(),
-            Value::Array(self.inner.versions.iter().map(|v| Value::String((*v).into())).collect()),
+            Value::Array(
+                self.inner
+                    .versions
+                    .iter()
+                    .map(|v| Value::String((*v).into()))
+                    .collect(),
+            ),
         );
         out.insert("capabilities".into(), self.inner.capabilities.to_json());
         if let Some(i) = &self.inner.instructions {
@@ -92,25 +109,42 @@ impl Runtime {
 
     pub(super) fn list_tools(&self, call: &Call) -> Output {
         let l = self.listing(call, |v| &v.tools)?;
-        Ok(list_result("tools", page(&l.items, l.hash, call, self.inner.page_size)?))
+        Ok(list_result(
+            "tools",
+            page(&l.items, l.hash, call, self.inner.page_size)?,
+        ))
     }
 
     pub(super) fn list_prompts(&self, call: &Call) -> Output {
         let l = self.listing(call, |v| &v.prompts)?;
-        Ok(list_result("prompts", page(&l.items, l.hash, call, self.inner.page_size)?))
+        Ok(list_result(
+            "prompts",
+            page(&l.items, l.hash, call, self.inner.page_size)?,
+        ))
     }
 
     pub(super) fn list_templates(&self, call: &Call) -> Output {
         let l = self.listing(call, |v| &v.templates)?;
-        Ok(list_result("resourceTemplates", page(&l.items, l.hash, call, self.inner.page_size)?))
+        Ok(list_result(
+            "resourceTemplates",
+            page(&l.items, l.hash, call, self.inner.page_size)?,
+        ))
     }
 
     pub(super) async fn list_resources(&self, call: &Call, ctx: RequestContext) -> Output {
         let fixed = self.listing(call, |v| &v.resources)?;
-        let listers: Vec<_> =
-            self.inner.catalogue.templates.iter().filter_map(|t| t.template.lister.clone()).collect();
+        let listers: Vec<_> = self
+            .inner
+            .catalogue
+            .templates
+            .iter()
+            .filter_map(|t| t.template.lister.clone())
+            .collect();
         if listers.is_empty() {
-            return Ok(list_result("resources", page(&fixed.items, fixed.hash, call, self.inner.page_size)?));
+            return Ok(list_result(
+                "resources",
+                page(&fixed.items, fixed.hash, call, self.inner.page_size)?,
+            ));
         }
         // Templates with listers contribute the resources they currently address; the
         // cursor hash then covers what was listed, so a changed folder restarts paging.
@@ -132,6 +166,9 @@ impl Runtime {
                 }
             }
         }
-        Ok(list_result("resources", page(&items, h, call, self.inner.page_size)?))
+        Ok(list_result(
+            "resources",
+            page(&items, h, call, self.inner.page_size)?,
+        ))
     }
 }

@@ -32,7 +32,10 @@ pub(crate) struct Call {
 pub(crate) type Output = Result<Map<String, Value>, RpcError>;
 
 /// Reads an optional string member.
-pub(crate) fn opt_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, RpcError> {
+pub(crate) fn opt_str<'a>(
+    params: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, RpcError> {
     match params.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -44,7 +47,9 @@ pub(crate) fn opt_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<O
 pub(crate) fn req_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
     match opt_str(params, key)? {
         Some(s) if !s.is_empty() => Ok(s),
-        _ => Err(RpcError::invalid_params(format!("{key} is required and must be a non-empty string"))),
+        _ => Err(RpcError::invalid_params(format!(
+            "{key} is required and must be a non-empty string"
+        ))),
     }
 }
 
@@ -108,7 +113,12 @@ impl Runtime {
 
     /// Adds the dialect's result envelope: for 2026-07-28 `resultType`, cache hints on
     /// cacheable results, and the server info in `_meta`.
-    pub(crate) fn finish(&self, dialect: &Dialect, method: Method, mut result: Map<String, Value>) -> Map<String, Value> {
+    pub(crate) fn finish(
+        &self,
+        dialect: &Dialect,
+        method: Method,
+        mut result: Map<String, Value>,
+    ) -> Map<String, Value> {
         if !dialect.has_result_envelope() {
             return result;
         }
@@ -121,10 +131,15 @@ impl Runtime {
                 _ => caches.lists,
             };
             result.insert("ttlMs".into(), Value::from(hint.ttl_ms));
-            result.insert("cacheScope".into(), serde_json::to_value(hint.scope).unwrap_or_default());
+            result.insert(
+                "cacheScope".into(),
+                serde_json::to_value(hint.scope).unwrap_or_default(),
+            );
         }
         if let Some(view) = self.inner.catalogue.view(dialect) {
-            let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            let meta = result
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(meta) = meta {
                 meta.insert(SERVER_INFO_KEY.into(), view.server_info.clone());
             }

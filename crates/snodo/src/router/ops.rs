@@ -18,15 +18,23 @@ fn string_map(value: Option<&Value>, what: &str) -> Result<HashMap<String, Strin
             .iter()
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
-                _ => Err(RpcError::invalid_params(format!("{what} values must be strings"))),
+                _ => Err(RpcError::invalid_params(format!(
+                    "{what} values must be strings"
+                ))),
             })
             .collect(),
-        Some(_) => Err(RpcError::invalid_params(format!("{what} must be an object"))),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "{what} must be an object"
+        ))),
     }
 }
 
 pub(super) fn set_level(params: &Map<String, Value>) -> Output {
-    match params.get("level").and_then(Value::as_str).and_then(LogLevel::parse) {
+    match params
+        .get("level")
+        .and_then(Value::as_str)
+        .and_then(LogLevel::parse)
+    {
         Some(_) => Ok(Map::new()),
         None => Err(RpcError::invalid_params("level must be a known log level")),
     }
@@ -34,7 +42,10 @@ pub(super) fn set_level(params: &Map<String, Value>) -> Output {
 
 fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
     let mut out = Map::new();
-    out.insert(key.into(), serde_json::to_value(value).map_err(|e| RpcError::internal(e.to_string()))?);
+    out.insert(
+        key.into(),
+        serde_json::to_value(value).map_err(|e| RpcError::internal(e.to_string()))?,
+    );
     Ok(out)
 }
 
@@ -49,17 +60,26 @@ impl Runtime {
             .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
         let missing = prompt.missing_arguments(&args);
         if !missing.is_empty() {
-            return Err(RpcError::invalid_params("Missing required prompt arguments")
-                .with_data(json!({ "missing": missing })));
+            return Err(
+                RpcError::invalid_params("Missing required prompt arguments")
+                    .with_data(json!({ "missing": missing })),
+            );
         }
-        let handler = prompt.handler.clone().ok_or_else(|| RpcError::internal("prompt has no handler"))?;
+        let handler = prompt
+            .handler
+            .clone()
+            .ok_or_else(|| RpcError::internal("prompt has no handler"))?;
         let result = handler(args, ctx).await?;
         let Ok(Value::Object(mut out)) = serde_json::to_value(&result) else {
             return Err(RpcError::internal("Prompt result could not be serialised"));
         };
         if !call.dialect.has_icons() {
             if let Some(Value::Array(msgs)) = out.get_mut("messages") {
-                for c in msgs.iter_mut().filter_map(|m| m.get_mut("content")).filter_map(Value::as_object_mut) {
+                for c in msgs
+                    .iter_mut()
+                    .filter_map(|m| m.get_mut("content"))
+                    .filter_map(Value::as_object_mut)
+                {
                     call.dialect.shape_component(c);
                 }
             }
@@ -85,8 +105,18 @@ impl Runtime {
             RpcError::new(call.dialect.resource_not_found_code(), "Resource not found")
                 .with_data(json!({ "uri": uri }))
         };
-        let Some((reader, variables)) = found else { return Err(not_found()) };
-        match reader(ReadRequest { uri: uri.clone(), variables }, ctx).await {
+        let Some((reader, variables)) = found else {
+            return Err(not_found());
+        };
+        match reader(
+            ReadRequest {
+                uri: uri.clone(),
+                variables,
+            },
+            ctx,
+        )
+        .await
+        {
             Ok(contents) if contents.is_empty() => Err(not_found()),
             Ok(contents) => to_map("contents", contents),
             Err(ResourceError::NotFound) => Err(not_found()),
@@ -96,18 +126,35 @@ impl Runtime {
 
     pub(super) async fn complete(&self, call: Call, ctx: RequestContext) -> Output {
         let p = &call.params;
-        let reference = p.get("ref").and_then(Value::as_object).ok_or_else(|| RpcError::invalid_params("ref is required"))?;
-        let argument = p.get("argument").and_then(Value::as_object).ok_or_else(|| RpcError::invalid_params("argument is required"))?;
+        let reference = p
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| RpcError::invalid_params("ref is required"))?;
+        let argument = p
+            .get("argument")
+            .and_then(Value::as_object)
+            .ok_or_else(|| RpcError::invalid_params("argument is required"))?;
         let arg_name = req_str(argument, "name")?.to_owned();
-        let value = argument.get("value").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let context = string_map(p.get("context").and_then(|c| c.get("arguments")), "context.arguments")?;
+        let value = argument
+            .get("value")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let context = string_map(
+            p.get("context").and_then(|c| c.get("arguments")),
+            "context.arguments",
+        )?;
         let catalogue = &self.inner.catalogue;
         let completer = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = req_str(reference, "name")?;
-                let prompt = catalogue.prompt(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let prompt = catalogue
+                    .prompt(name)
+                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
                 if !prompt.arguments.iter().any(|a| a.name() == arg_name) {
-                    return Err(RpcError::invalid_params(format!("Prompt {name} has no argument {arg_name}")));
+                    return Err(RpcError::invalid_params(format!(
+                        "Prompt {name} has no argument {arg_name}"
+                    )));
                 }
                 prompt.completer.clone()
             }
@@ -117,13 +164,29 @@ impl Runtime {
                     .templates
                     .iter()
                     .find(|t| t.template.template == uri)
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown resource template: {uri}")))?;
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!("Unknown resource template: {uri}"))
+                    })?;
                 t.template.completer.clone()
             }
-            _ => return Err(RpcError::invalid_params("ref.type must be ref/prompt or ref/resource")),
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "ref.type must be ref/prompt or ref/resource",
+                ));
+            }
         };
         let mut values = match completer {
-            Some(c) => c(CompletionRequest { argument: arg_name, value, context }, ctx).await?,
+            Some(c) => {
+                c(
+                    CompletionRequest {
+                        argument: arg_name,
+                        value,
+                        context,
+                    },
+                    ctx,
+                )
+                .await?
+            }
             None => Vec::new(),
         };
         let total = values.len();

@@ -226,7 +226,9 @@ impl RuntimeBuilder {
 
     /// Validates everything and freezes the runtime.
     pub fn build(self) -> Result<Runtime, BuildError> {
-        self.info.validate().map_err(BuildError::InvalidServerInfo)?;
+        self.info
+            .validate()
+            .map_err(BuildError::InvalidServerInfo)?;
         if self.protocols.is_empty() {
             return Err(BuildError::NoProtocols);
         }
@@ -236,14 +238,25 @@ impl RuntimeBuilder {
             }
         }
         if self.list_changed {
-            let legacy: Vec<_> =
-                self.protocols.iter().filter(|d| !d.is_stateless()).map(|d| d.version()).collect();
+            let legacy: Vec<_> = self
+                .protocols
+                .iter()
+                .filter(|d| !d.is_stateless())
+                .map(|d| d.version())
+                .collect();
             let reason = if legacy.is_empty() {
-                "no subscription source is configured to deliver list_changed notifications".to_owned()
+                "no subscription source is configured to deliver list_changed notifications"
+                    .to_owned()
             } else {
-                format!("initialize-era dialects cannot deliver it without a session: {}", legacy.join(", "))
+                format!(
+                    "initialize-era dialects cannot deliver it without a session: {}",
+                    legacy.join(", ")
+                )
             };
-            return Err(BuildError::UnsupportedCapability { capability: "listChanged", reason });
+            return Err(BuildError::UnsupportedCapability {
+                capability: "listChanged",
+                reason,
+            });
         }
         let catalogue = Catalogue::build(
             self.tools,
@@ -285,30 +298,60 @@ mod tests {
     use crate::{Runtime, ToolResult};
 
     fn echo(name: &str) -> Tool {
-        Tool::new(name).description("d").handler(|_: NoArguments, _ctx| async { ToolResult::text("x") })
+        Tool::new(name)
+            .description("d")
+            .handler(|_: NoArguments, _ctx| async { ToolResult::text("x") })
     }
 
     #[test]
     fn refuses_bad_descriptions() {
         let e = Runtime::builder("", "1").build().err();
         assert!(matches!(e, Some(BuildError::InvalidServerInfo(_))));
-        let e = Runtime::builder("s", "1").tool(echo("a")).tool(echo("a")).build().err();
-        assert_eq!(e, Some(BuildError::Duplicate { kind: "tool", name: "a".into() }));
-        let e = Runtime::builder("s", "1").tool(echo("bad name")).build().err();
+        let e = Runtime::builder("s", "1")
+            .tool(echo("a"))
+            .tool(echo("a"))
+            .build()
+            .err();
+        assert_eq!(
+            e,
+            Some(BuildError::Duplicate {
+                kind: "tool",
+                name: "a".into()
+            })
+        );
+        let e = Runtime::builder("s", "1")
+            .tool(echo("bad name"))
+            .build()
+            .err();
         assert!(matches!(e, Some(BuildError::InvalidToolName(_))));
-        let e = Runtime::builder("s", "1").tool(Tool::new("t")).build().err();
+        let e = Runtime::builder("s", "1")
+            .tool(Tool::new("t"))
+            .build()
+            .err();
         assert!(matches!(e, Some(BuildError::MissingHandler { .. })));
         let e = Runtime::builder("s", "1")
             .tool(echo("t").input_schema(serde_json::json!({"type":"array"})))
             .build()
             .err();
-        assert!(matches!(e, Some(BuildError::InvalidSchema { which: "input", .. })));
+        assert!(matches!(
+            e,
+            Some(BuildError::InvalidSchema { which: "input", .. })
+        ));
         let e = Runtime::builder("s", "1")
             .tool(echo("t").output_schema(serde_json::json!({"type": 12})))
             .build()
             .err();
-        assert!(matches!(e, Some(BuildError::InvalidSchema { which: "output", .. })));
-        let e = Runtime::builder("s", "1").protocols([&V2025_11_25, &V2025_11_25]).build().err();
+        assert!(matches!(
+            e,
+            Some(BuildError::InvalidSchema {
+                which: "output",
+                ..
+            })
+        ));
+        let e = Runtime::builder("s", "1")
+            .protocols([&V2025_11_25, &V2025_11_25])
+            .build()
+            .err();
         assert_eq!(e, Some(BuildError::DuplicateProtocol("2025-11-25")));
         let e = Runtime::builder("s", "1").protocols([]).build().err();
         assert_eq!(e, Some(BuildError::NoProtocols));
@@ -330,7 +373,9 @@ mod tests {
 
     #[test]
     fn defaults_to_2026_only() {
-        let rt = Runtime::builder("s", "1").build().unwrap_or_else(|e| panic!("{e}"));
+        let rt = Runtime::builder("s", "1")
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(rt.supported_versions(), ["2026-07-28"]);
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::builder::BuildError;
+use super::param_headers::{self, ParamHeader};
 use super::prompt::Prompt;
 use super::resource::{CompiledTemplate, Resource, ResourceTemplate};
 use super::tool::{Tool, ToolHandler, is_object_schema, valid_tool_name};
@@ -22,6 +23,8 @@ pub(crate) struct CompiledTool {
     pub(crate) validator: jsonschema::Validator,
     /// Both schemas have an object root (expressible in initialize-era dialects).
     pub(crate) object_schemas: bool,
+    /// Arguments mirrored into `Mcp-Param-*` headers (2026-07-28).
+    pub(crate) param_headers: Vec<ParamHeader>,
 }
 
 /// One list as a dialect publishes it: definitions in order, and a hash that binds
@@ -43,7 +46,10 @@ impl Listing {
         let digest = h.finalize();
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
-        Self { items, hash: u64::from_be_bytes(first) }
+        Self {
+            items,
+            hash: u64::from_be_bytes(first),
+        }
     }
 }
 
@@ -76,8 +82,16 @@ fn to_object(value: impl Serialize) -> Map<String, Value> {
     }
 }
 
-fn compile_schema(tool: &str, which: &'static str, schema: &Value) -> Result<jsonschema::Validator, BuildError> {
-    let invalid = |reason: String| BuildError::InvalidSchema { tool: tool.to_owned(), which, reason };
+fn compile_schema(
+    tool: &str,
+    which: &'static str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, BuildError> {
+    let invalid = |reason: String| BuildError::InvalidSchema {
+        tool: tool.to_owned(),
+        which,
+        reason,
+    };
     if !schema.is_object() {
         return Err(invalid("a schema must be a JSON object".into()));
     }
@@ -96,8 +110,14 @@ impl Catalogue {
         dialects: &[&'static Dialect],
         info: &ServerInfo,
     ) -> Result<Self, BuildError> {
-        let dup = |kind: &'static str, name: &str| BuildError::Duplicate { kind, name: name.to_owned() };
-        let missing = |kind: &'static str, name: &str| BuildError::MissingHandler { kind, name: name.to_owned() };
+        let dup = |kind: &'static str, name: &str| BuildError::Duplicate {
+            kind,
+            name: name.to_owned(),
+        };
+        let missing = |kind: &'static str, name: &str| BuildError::MissingHandler {
+            kind,
+            name: name.to_owned(),
+        };
 
         let mut compiled = Vec::with_capacity(tools.len());
         let mut tool_index = HashMap::new();
@@ -106,19 +126,36 @@ impl Catalogue {
             if !valid_tool_name(&tool.name) {
                 return Err(BuildError::InvalidToolName(tool.name));
             }
-            if tool_index.insert(tool.name.clone(), compiled.len()).is_some() {
+            if tool_index
+                .insert(tool.name.clone(), compiled.len())
+                .is_some()
+            {
                 return Err(dup("tool", &tool.name));
             }
-            let handler = tool.handler.take().ok_or_else(|| missing("tool", &tool.name))?;
-            let input = tool.input_schema.take().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+            let handler = tool
+                .handler
+                .take()
+                .ok_or_else(|| missing("tool", &tool.name))?;
+            let input = tool
+                .input_schema
+                .take()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"}));
             if !is_object_schema(&input) {
                 return Err(BuildError::InvalidSchema {
                     tool: tool.name.clone(),
                     which: "input",
-                    reason: "tool arguments are JSON objects: the root must have \"type\": \"object\"".into(),
+                    reason:
+                        "tool arguments are JSON objects: the root must have \"type\": \"object\""
+                            .into(),
                 });
             }
             let validator = compile_schema(&tool.name, "input", &input)?;
+            let param_headers =
+                param_headers::extract(&input).map_err(|reason| BuildError::InvalidSchema {
+                    tool: tool.name.clone(),
+                    which: "input",
+                    reason,
+                })?;
             if let Some(output) = &tool.output_schema {
                 compile_schema(&tool.name, "output", output)?;
             }
@@ -139,13 +176,22 @@ impl Catalogue {
                 def.insert("annotations".into(), Value::Object(a));
             }
             if !tool.icons.is_empty() {
-                def.insert("icons".into(), serde_json::to_value(&tool.icons).unwrap_or_default());
+                def.insert(
+                    "icons".into(),
+                    serde_json::to_value(&tool.icons).unwrap_or_default(),
+                );
             }
             if let Some(m) = tool.meta.take() {
                 def.insert("_meta".into(), Value::Object(m));
             }
             tool_defs.push(def);
-            compiled.push(CompiledTool { name: tool.name, handler, validator, object_schemas });
+            compiled.push(CompiledTool {
+                name: tool.name,
+                handler,
+                validator,
+                object_schemas,
+                param_headers,
+            });
         }
 
         let mut prompt_index = HashMap::new();
@@ -162,7 +208,10 @@ impl Catalogue {
         for (i, r) in resources.iter().enumerate() {
             let uri = r.info.uri();
             if !uri.contains(':') {
-                return Err(BuildError::InvalidResource { uri: uri.to_owned(), reason: "a resource URI must be absolute".into() });
+                return Err(BuildError::InvalidResource {
+                    uri: uri.to_owned(),
+                    reason: "a resource URI must be absolute".into(),
+                });
             }
             if resource_index.insert(uri.to_owned(), i).is_some() {
                 return Err(dup("resource", uri));
@@ -174,20 +223,36 @@ impl Catalogue {
 
         let mut compiled_templates = Vec::with_capacity(templates.len());
         for t in templates {
-            if compiled_templates.iter().any(|c: &CompiledTemplate| c.template.template == t.template) {
+            if compiled_templates
+                .iter()
+                .any(|c: &CompiledTemplate| c.template.template == t.template)
+            {
                 return Err(dup("resource template", &t.template));
             }
-            let matcher = UriTemplate::parse(&t.template)
-                .map_err(|reason| BuildError::InvalidResource { uri: t.template.clone(), reason })?;
+            let matcher =
+                UriTemplate::parse(&t.template).map_err(|reason| BuildError::InvalidResource {
+                    uri: t.template.clone(),
+                    reason,
+                })?;
             if t.reader.is_none() {
                 return Err(missing("resource template", &t.template));
             }
-            compiled_templates.push(CompiledTemplate { template: t, matcher });
+            compiled_templates.push(CompiledTemplate {
+                template: t,
+                matcher,
+            });
         }
 
-        let hidden: Vec<&str> =
-            compiled.iter().filter(|t| !t.object_schemas).map(|t| t.name.as_str()).collect();
-        let legacy: Vec<&str> = dialects.iter().filter(|d| !d.is_stateless()).map(|d| d.version()).collect();
+        let hidden: Vec<&str> = compiled
+            .iter()
+            .filter(|t| !t.object_schemas)
+            .map(|t| t.name.as_str())
+            .collect();
+        let legacy: Vec<&str> = dialects
+            .iter()
+            .filter(|d| !d.is_stateless())
+            .map(|d| d.version())
+            .collect();
         if !hidden.is_empty() && !legacy.is_empty() {
             tracing::warn!(
                 tools = %hidden.join(", "),
@@ -220,10 +285,18 @@ impl Catalogue {
                     dialect.shape_component(&mut m);
                     Value::Object(m)
                 };
-                let prompts = prompts.iter().map(|p| shaped(to_object(p.info()))).collect();
-                let resource_items = resources.iter().map(|r| shaped(to_object(&r.info))).collect();
-                let template_items =
-                    compiled_templates.iter().map(|t| shaped(to_object(t.template.info()))).collect();
+                let prompts = prompts
+                    .iter()
+                    .map(|p| shaped(to_object(p.info())))
+                    .collect();
+                let resource_items = resources
+                    .iter()
+                    .map(|r| shaped(to_object(&r.info)))
+                    .collect();
+                let template_items = compiled_templates
+                    .iter()
+                    .map(|t| shaped(to_object(t.template.info())))
+                    .collect();
                 let mut server_info = to_object(info);
                 dialect.shape_implementation(&mut server_info);
                 DialectView {
@@ -279,6 +352,9 @@ impl Catalogue {
 
     pub(crate) fn has_completions(&self) -> bool {
         self.prompts.iter().any(|p| p.completer.is_some())
-            || self.templates.iter().any(|t| t.template.completer.is_some())
+            || self
+                .templates
+                .iter()
+                .any(|t| t.template.completer.is_some())
     }
 }

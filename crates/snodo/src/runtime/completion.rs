@@ -22,5 +22,8 @@ pub struct CompletionRequest {
     pub context: HashMap<String, String>,
 }
 
-pub(crate) type Completer =
-    Arc<dyn Fn(CompletionRequest, RequestContext) -> BoxFuture<'static, Result<Vec<String>, RpcError>> + Send + Sync>;
+pub(crate) type Completer = Arc<
+    dyn Fn(CompletionRequest, RequestContext) -> BoxFuture<'static, Result<Vec<String>, RpcError>>
+        + Send
+        + Sync,
+>;

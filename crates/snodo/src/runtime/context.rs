@@ -137,7 +137,8 @@ impl RequestContext {
     /// Whether the client declared capability `name` (e.g. `"sampling"`) on this request.
     #[must_use]
     pub fn client_has(&self, name: &str) -> bool {
-        self.client_capabilities().is_some_and(|c| c.contains_key(name))
+        self.client_capabilities()
+            .is_some_and(|c| c.contains_key(name))
     }
 
     /// The client info sent with this request (2026-07-28), if any. Never an identity.
@@ -178,14 +179,25 @@ impl RequestContext {
             return;
         };
         {
-            let Ok(mut last) = self.inner.last_progress.lock() else { return };
+            let Ok(mut last) = self.inner.last_progress.lock() else {
+                return;
+            };
             if last.is_some_and(|l| progress <= l) || !progress.is_finite() {
                 return;
             }
             *last = Some(progress);
         }
-        let params = ProgressParams { progress_token: token, progress, total, message };
-        self.send(sink, notification_message("notifications/progress", &params)).await;
+        let params = ProgressParams {
+            progress_token: token,
+            progress,
+            total,
+            message,
+        };
+        self.send(
+            sink,
+            notification_message("notifications/progress", &params),
+        )
+        .await;
     }
 
     /// Sends a log message (`notifications/message`) on this request's stream, if the
@@ -196,8 +208,13 @@ impl RequestContext {
         if self.inner.log_threshold.is_none_or(|t| level < t) {
             return;
         }
-        let params = LogParams { level, logger, data };
-        self.send(sink, notification_message("notifications/message", &params)).await;
+        let params = LogParams {
+            level,
+            logger,
+            data,
+        };
+        self.send(sink, notification_message("notifications/message", &params))
+            .await;
     }
 
     async fn send(&self, sink: &Sink, message: Bytes) {

@@ -20,7 +20,13 @@ pub(crate) fn encode(version: &str, method: &str, offset: usize, hash: u64) -> S
 }
 
 /// Reads a cursor back, returning the offset it points at.
-pub(crate) fn decode(cursor: &str, version: &str, method: &str, hash: u64, len: usize) -> Result<usize, RpcError> {
+pub(crate) fn decode(
+    cursor: &str,
+    version: &str,
+    method: &str,
+    hash: u64,
+    len: usize,
+) -> Result<usize, RpcError> {
     if cursor.is_empty() {
         // The empty string is a valid cursor: the first page.
         return Ok(0);
@@ -33,16 +39,22 @@ pub(crate) fn decode(cursor: &str, version: &str, method: &str, hash: u64, len: 
     let raw = URL_SAFE_NO_PAD.decode(body).map_err(|_| invalid())?;
     let raw = String::from_utf8(raw).map_err(|_| invalid())?;
     let mut fields = raw.split('|');
-    let (Some(v), Some(m), Some(off), Some(h), None) =
-        (fields.next(), fields.next(), fields.next(), fields.next(), fields.next())
-    else {
+    let (Some(v), Some(m), Some(off), Some(h), None) = (
+        fields.next(),
+        fields.next(),
+        fields.next(),
+        fields.next(),
+        fields.next(),
+    ) else {
         return Err(invalid());
     };
     if v != version || m != method {
         return Err(invalid());
     }
     if h != format!("{hash:016x}") {
-        return Err(RpcError::invalid_params("Invalid cursor: the list has changed; start again"));
+        return Err(RpcError::invalid_params(
+            "Invalid cursor: the list has changed; start again",
+        ));
     }
     let offset: usize = off.parse().map_err(|_| invalid())?;
     if offset == 0 || offset >= len.max(1) {

@@ -4,6 +4,7 @@
 pub mod completion;
 pub mod context;
 pub(crate) mod cursor;
+pub(crate) mod param_headers;
 pub mod prompt;
 pub mod resource;
 pub mod tool;
@@ -117,16 +118,28 @@ impl Runtime {
 
     /// The enabled dialect for `version`, if any.
     pub(crate) fn dialect(&self, version: &str) -> Option<&'static Dialect> {
-        self.inner.dialects.iter().copied().find(|d| d.version() == version)
+        self.inner
+            .dialects
+            .iter()
+            .copied()
+            .find(|d| d.version() == version)
     }
 
     /// The 2026-07-28 dialect, if enabled.
     pub(crate) fn stateless_dialect(&self) -> Option<&'static Dialect> {
-        self.inner.dialects.iter().copied().find(|d| d.is_stateless())
+        self.inner
+            .dialects
+            .iter()
+            .copied()
+            .find(|d| d.is_stateless())
     }
 
     /// The first enabled initialize-era dialect, if any.
     pub(crate) fn first_initialize_dialect(&self) -> Option<&'static Dialect> {
-        self.inner.dialects.iter().copied().find(|d| !d.is_stateless())
+        self.inner
+            .dialects
+            .iter()
+            .copied()
+            .find(|d| !d.is_stateless())
     }
 }

@@ -34,8 +34,11 @@ impl PromptArgument {
 /// The arguments a prompt was called with (a flat string map).
 pub type PromptArguments = HashMap<String, String>;
 
-pub(crate) type PromptHandler =
-    Arc<dyn Fn(PromptArguments, RequestContext) -> BoxFuture<'static, Result<PromptResult, RpcError>> + Send + Sync>;
+pub(crate) type PromptHandler = Arc<
+    dyn Fn(PromptArguments, RequestContext) -> BoxFuture<'static, Result<PromptResult, RpcError>>
+        + Send
+        + Sync,
+>;
 
 /// A prompt template.
 #[derive(Clone)]
@@ -51,7 +54,9 @@ pub struct Prompt {
 
 impl fmt::Debug for Prompt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Prompt").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Prompt")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -106,7 +111,12 @@ impl Prompt {
 
     /// Declares an argument.
     #[must_use]
-    pub fn argument(mut self, name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
+    pub fn argument(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        required: bool,
+    ) -> Self {
         self.arguments.push(PromptArgument {
             name: name.into(),
             description: Some(description.into()),

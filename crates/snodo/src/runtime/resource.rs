@@ -41,13 +41,17 @@ pub struct ReadRequest {
 }
 
 pub(crate) type Reader = Arc<
-    dyn Fn(ReadRequest, RequestContext) -> BoxFuture<'static, Result<Vec<ResourceContents>, ResourceError>>
+    dyn Fn(
+            ReadRequest,
+            RequestContext,
+        ) -> BoxFuture<'static, Result<Vec<ResourceContents>, ResourceError>>
         + Send
         + Sync,
 >;
 
-pub(crate) type Lister =
-    Arc<dyn Fn(RequestContext) -> BoxFuture<'static, Result<Vec<ResourceInfo>, RpcError>> + Send + Sync>;
+pub(crate) type Lister = Arc<
+    dyn Fn(RequestContext) -> BoxFuture<'static, Result<Vec<ResourceInfo>, RpcError>> + Send + Sync,
+>;
 
 /// The listed description of a resource (`Resource` on the wire).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -135,7 +139,9 @@ pub struct Resource {
 
 impl fmt::Debug for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resource").field("uri", &self.info.uri).finish_non_exhaustive()
+        f.debug_struct("Resource")
+            .field("uri", &self.info.uri)
+            .finish_non_exhaustive()
     }
 }
 
@@ -150,7 +156,10 @@ where
 impl Resource {
     /// A resource at `uri` named `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { info: ResourceInfo::new(uri, name), reader: None }
+        Self {
+            info: ResourceInfo::new(uri, name),
+            reader: None,
+        }
     }
 
     /// Sets the description.
@@ -231,7 +240,9 @@ pub struct ResourceTemplate {
 
 impl fmt::Debug for ResourceTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResourceTemplate").field("template", &self.template).finish_non_exhaustive()
+        f.debug_struct("ResourceTemplate")
+            .field("template", &self.template)
+            .finish_non_exhaustive()
     }
 }
 

@@ -81,13 +81,16 @@ impl<T: Serialize> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> Result<ToolResult, ToolError> {
         serde_json::to_value(self.0)
             .map(ToolResult::structured)
-            .map_err(|e| ToolError::Protocol(RpcError::internal(format!("Tool output is not JSON: {e}"))))
+            .map_err(|e| {
+                ToolError::Protocol(RpcError::internal(format!("Tool output is not JSON: {e}")))
+            })
     }
 }
 
 impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
     fn into_tool_result(self) -> Result<ToolResult, ToolError> {
-        self.map_err(Into::into).and_then(IntoToolResult::into_tool_result)
+        self.map_err(Into::into)
+            .and_then(IntoToolResult::into_tool_result)
     }
 }
 
@@ -96,8 +99,11 @@ impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
 #[serde(deny_unknown_fields)]
 pub struct NoArguments {}
 
-pub(crate) type ToolHandler =
-    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync>;
+pub(crate) type ToolHandler = Arc<
+    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// A tool: its definition and its handler. Built by value, registered on a
 /// [`RuntimeBuilder`](crate::RuntimeBuilder).
@@ -116,11 +122,15 @@ pub struct Tool {
 
 impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tool").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
-/// Generates a self-contained JSON Schema (draft 2020-12) for `T`.
+/// Generates a self-contained JSON Schema (draft 2020-12) for `T`, in the plain form
+/// clients expect: optional fields are simply not required (no `null` types), and
+/// Rust-specific integer formats become ranges.
 #[must_use]
 pub fn schema_for<T: JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
@@ -130,7 +140,58 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         // The title is the Rust type name: noise for a model.
         map.remove("title");
     }
+    plain(&mut value);
     value
+}
+
+/// Removes what clients and validators stumble on: `null` alternatives of optional
+/// fields, `"default": null`, and the non-standard numeric formats (`uint32`, `int64`,
+/// `double`, …), turning unsigned ones into `minimum: 0`.
+fn plain(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            if let Some(Value::Array(types)) = map.get("type") {
+                let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if non_null.len() == 1 && types.len() == 2 {
+                    map.insert(
+                        "type".into(),
+                        non_null.into_iter().next().unwrap_or_default(),
+                    );
+                }
+            }
+            if let Some(Value::Array(alts)) = map.get("anyOf") {
+                let is_null = |v: &Value| v.get("type").is_some_and(|t| t == "null");
+                if alts.len() == 2 && alts.iter().any(is_null) {
+                    if let Some(Value::Object(other)) = alts.iter().find(|v| !is_null(v)).cloned() {
+                        map.remove("anyOf");
+                        for (k, v) in other {
+                            map.entry(k).or_insert(v);
+                        }
+                    }
+                }
+            }
+            let numeric = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                let f = f.trim_start_matches('u');
+                f.starts_with("int") || f == "float" || f == "double"
+            });
+            if numeric {
+                if map
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| f.starts_with('u'))
+                {
+                    map.entry("minimum").or_insert(Value::from(0));
+                }
+                map.remove("format");
+            }
+            map.values_mut().for_each(plain);
+        }
+        Value::Array(items) => items.iter_mut().for_each(plain),
+        _ => {}
+    }
 }
 
 impl Tool {
@@ -173,7 +234,9 @@ impl Tool {
     /// Sets a tool annotation hint such as `readOnlyHint`.
     #[must_use]
     pub fn annotation(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.annotations.get_or_insert_with(Map::new).insert(key.into(), value.into());
+        self.annotations
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value.into());
         self
     }
 
@@ -186,7 +249,9 @@ impl Tool {
     /// Adds a `_meta` entry to the definition.
     #[must_use]
     pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.meta.get_or_insert_with(Map::new).insert(key.into(), value);
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
         self
     }
 
@@ -270,7 +335,9 @@ pub(crate) fn is_object_schema(schema: &Value) -> bool {
 pub(crate) fn valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 128
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
 }
 
 #[cfg(test)]
@@ -290,6 +357,10 @@ mod tests {
         assert!(is_object_schema(&s));
         assert!(s.get("$ref").is_none());
         assert_eq!(s["required"], serde_json::json!(["text"]));
+        assert_eq!(
+            s["properties"]["count"],
+            serde_json::json!({"type":"integer","minimum":0})
+        );
         assert!(is_object_schema(&schema_for::<NoArguments>()));
     }
 

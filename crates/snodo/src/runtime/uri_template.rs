@@ -38,7 +38,9 @@ impl UriTemplate {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
             let after = &rest[open + 1..];
-            let close = after.find('}').ok_or_else(|| format!("unclosed '{{' in {source:?}"))?;
+            let close = after
+                .find('}')
+                .ok_or_else(|| format!("unclosed '{{' in {source:?}"))?;
             let expr = &after[..close];
             let (op, name) = match expr.as_bytes().first() {
                 Some(b'+') => (Op::Reserved, &expr[1..]),
@@ -47,14 +49,21 @@ impl UriTemplate {
                 _ => (Op::Simple, expr),
             };
             if name.is_empty()
-                || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
             {
                 return Err(format!("unsupported expression {{{expr}}} in {source:?}"));
             }
             if matches!(parts.last(), Some(Part::Var { .. })) {
-                return Err(format!("two adjacent expressions in {source:?} cannot be matched"));
+                return Err(format!(
+                    "two adjacent expressions in {source:?} cannot be matched"
+                ));
             }
-            parts.push(Part::Var { name: name.to_owned(), op });
+            parts.push(Part::Var {
+                name: name.to_owned(),
+                op,
+            });
             rest = &after[close + 1..];
         }
         if rest.contains('}') {
@@ -63,7 +72,10 @@ impl UriTemplate {
         if !rest.is_empty() {
             parts.push(Part::Literal(rest.to_owned()));
         }
-        Ok(Self { source: source.to_owned(), parts })
+        Ok(Self {
+            source: source.to_owned(),
+            parts,
+        })
     }
 
     /// The template text.
@@ -106,10 +118,7 @@ impl UriTemplate {
                         return None;
                     }
                     let end = match parts.peek() {
-                        Some(Part::Literal(next)) => {
-                            let stop = rest.find(next.as_str())?;
-                            stop
-                        }
+                        Some(Part::Literal(next)) => rest.find(next.as_str())?,
                         _ => rest.len(),
                     };
                     let value = &rest[..end];
@@ -156,13 +165,18 @@ mod tests {
     #[test]
     fn simple_and_reserved() {
         let t = UriTemplate::parse("test://template/{id}/data").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(t.matches("test://template/123/data").and_then(|v| v.get("id").cloned()), Some("123".into()));
+        assert_eq!(
+            t.matches("test://template/123/data")
+                .and_then(|v| v.get("id").cloned()),
+            Some("123".into())
+        );
         assert!(t.matches("test://template/1/2/data").is_none());
         assert!(t.matches("test://template//data").is_none());
         assert!(t.matches("test://other/1/data").is_none());
         let t = UriTemplate::parse("file:///root/{+path}").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
-            t.matches("file:///root/a/b%20c.txt").and_then(|v| v.get("path").cloned()),
+            t.matches("file:///root/a/b%20c.txt")
+                .and_then(|v| v.get("path").cloned()),
             Some("a/b c.txt".into())
         );
         assert!(UriTemplate::parse("x://{a}{b}").is_err());

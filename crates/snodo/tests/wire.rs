@@ -1,0 +1,12 @@
+//! Wire-level suites: literal HTTP requests against a real server, status + headers +
+//! body checked, bodies validated against the official JSON Schemas. One test binary.
+
+// Tests panic on purpose when an expectation fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "wire/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+#[path = "wire/modern.rs"]
+mod modern;
