@@ -8,8 +8,9 @@ use serde::Deserialize;
 use serde_json::json;
 use snodo::protocol::{Dialect, LogLevel};
 use snodo::{
-    BuildError, Content, NoArguments, Prompt, PromptMessage, PromptResult, Resource,
-    ResourceContents, ResourceTemplate, RpcError, Runtime, Tool, ToolError, ToolResult,
+    BuildError, Content, HandlerError, InputRequest, InputRequired, NoArguments, Prompt,
+    PromptMessage, PromptResult, Resource, ResourceContents, ResourceTemplate, RpcError, Runtime,
+    Tool, ToolResult,
 };
 
 use crate::Profile;
@@ -111,7 +112,7 @@ fn tools() -> Vec<Tool> {
                 if ctx.client_has("sampling") {
                     Ok(ToolResult::text("The client declared sampling"))
                 } else {
-                    Err(ToolError::from(RpcError::missing_client_capability(json!({"sampling": {}}))))
+                    Err(HandlerError::from(RpcError::missing_client_capability(json!({"sampling": {}}))))
                 }
             }),
         Tool::new("json_schema_2020_12_tool")
@@ -147,6 +148,170 @@ fn tools() -> Vec<Tool> {
             }),
         echo(),
     ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SamplingArgs {
+    /// The prompt to send to the client's model.
+    prompt: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ElicitationArgs {
+    /// The message to show the user.
+    message: String,
+}
+
+fn name_form() -> InputRequest {
+    InputRequest::elicit(
+        "Please provide your name",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+    )
+}
+
+fn text_of(answer: &serde_json::Value) -> String {
+    answer["content"]["text"]
+        .as_str()
+        .map_or_else(|| answer["content"].to_string(), str::to_owned)
+}
+
+/// Tools that ask the client for input: server requests on initialize-era dialects,
+/// input_required results on 2026-07-28 (the same handler code).
+fn interactive_tools() -> Vec<Tool> {
+    vec![
+        Tool::new("test_sampling")
+            .description("Asks the client's model to answer a prompt")
+            .handler(|a: SamplingArgs, ctx| async move {
+                let answer = ctx.ask("sample", InputRequest::sample(a.prompt, 100)).await?;
+                Ok::<_, HandlerError>(ToolResult::text(format!("LLM response: {}", text_of(&answer))))
+            }),
+        Tool::new("test_elicitation")
+            .description("Asks the user for a username and email")
+            .handler(|a: ElicitationArgs, ctx| async move {
+                let schema = json!({"type": "object", "properties": {
+                    "username": {"type": "string", "description": "Your username"},
+                    "email": {"type": "string", "description": "Your email address"}
+                }, "required": ["username", "email"]});
+                let answer = ctx.ask("user", InputRequest::elicit(a.message, schema)).await?;
+                Ok::<_, HandlerError>(ToolResult::text(format!(
+                    "User response: action={}, content={}",
+                    answer["action"].as_str().unwrap_or_default(),
+                    answer["content"]
+                )))
+            }),
+        Tool::new("test_elicitation_sep1034_defaults")
+            .description("Elicitation whose fields carry defaults")
+            .handler(|_: NoArguments, ctx| async move {
+                let schema = json!({"type": "object", "properties": {
+                    "name": {"type": "string", "default": "John Doe"},
+                    "age": {"type": "integer", "default": 30},
+                    "score": {"type": "number", "default": 95.5},
+                    "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "default": true}
+                }});
+                let answer = ctx.ask("defaults", InputRequest::elicit("Please review your details", schema)).await?;
+                Ok::<_, HandlerError>(elicitation_completed(&answer))
+            }),
+        Tool::new("test_elicitation_sep1330_enums")
+            .description("Elicitation with every enum form")
+            .handler(|_: NoArguments, ctx| async move {
+                let schema = json!({"type": "object", "properties": {
+                    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"}]},
+                    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "items": {"anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}]}}
+                }});
+                let answer = ctx.ask("enums", InputRequest::elicit("Please pick options", schema)).await?;
+                Ok::<_, HandlerError>(elicitation_completed(&answer))
+            }),
+        Tool::new("test_input_required_result_elicitation")
+            .description("Asks the user's name (multi round-trip)")
+            .handler(|_: NoArguments, ctx| async move {
+                let answer = ctx.ask("user_name", name_form()).await?;
+                Ok::<_, HandlerError>(ToolResult::text(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("there"))))
+            }),
+        Tool::new("test_input_required_result_sampling")
+            .description("Asks the client's model (multi round-trip)")
+            .handler(|_: NoArguments, ctx| async move {
+                let answer = ctx.ask("sample", InputRequest::sample("What is the capital of France?", 100)).await?;
+                Ok::<_, HandlerError>(ToolResult::text(format!("Sampling result: {}", text_of(&answer))))
+            }),
+        Tool::new("test_input_required_result_list_roots")
+            .description("Asks the client's roots (multi round-trip)")
+            .handler(|_: NoArguments, ctx| async move {
+                let answer = ctx.ask("roots", InputRequest::list_roots()).await?;
+                let n = answer["roots"].as_array().map_or(0, Vec::len);
+                Ok::<_, HandlerError>(ToolResult::text(format!("The client has {n} root(s)")))
+            }),
+        Tool::new("test_input_required_result_request_state")
+            .description("Carries application state across rounds")
+            .handler(|_: NoArguments, ctx| async move {
+                let confirm = InputRequest::elicit("Please confirm", json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
+                if ctx.request_state() != Some(&json!({"step": "confirm"})) {
+                    return Err(HandlerError::from(InputRequired::new().ask("confirm", confirm).with_state(json!({"step": "confirm"}))));
+                }
+                ctx.ask("confirm", confirm).await?;
+                Ok(ToolResult::text("state-ok: the request state came back intact"))
+            }),
+        Tool::new("test_input_required_result_multiple_inputs")
+            .description("Asks for elicitation, sampling and roots in one round")
+            .handler(|_: NoArguments, ctx| async move {
+                let answers = ctx
+                    .ask_all([
+                        ("user_name".to_owned(), name_form()),
+                        ("sample".to_owned(), InputRequest::sample("Say hello", 50)),
+                        ("roots".to_owned(), InputRequest::list_roots()),
+                    ])
+                    .await?;
+                Ok::<_, HandlerError>(ToolResult::text(format!("Received {} answers", answers.len())))
+            }),
+        Tool::new("test_input_required_result_multi_round")
+            .description("Needs three rounds")
+            .handler(|_: NoArguments, ctx| async move {
+                let first = ctx.ask("first", name_form()).await?;
+                let second = ctx
+                    .ask("second", InputRequest::elicit("And your city?", json!({"type": "object", "properties": {"city": {"type": "string"}}})))
+                    .await?;
+                Ok::<_, HandlerError>(ToolResult::text(format!("Completed after three rounds: {} / {}", first["content"], second["content"])))
+            }),
+        Tool::new("test_input_required_result_tampered_state")
+            .description("Rejects a requestState that was altered")
+            .handler(|_: NoArguments, ctx| async move {
+                ctx.ask("confirm", name_form()).await?;
+                Ok::<_, HandlerError>(ToolResult::text("State verified"))
+            }),
+        Tool::new("test_input_required_result_capabilities")
+            .description("Asks only for what the client declared")
+            .handler(|_: NoArguments, ctx| async move {
+                let request = if ctx.client_has("elicitation") {
+                    name_form()
+                } else if ctx.client_has("sampling") {
+                    InputRequest::sample("Say hello", 50)
+                } else if ctx.client_has("roots") {
+                    InputRequest::list_roots()
+                } else {
+                    return Ok(ToolResult::text("The client declared no input capability"));
+                };
+                ctx.ask("input", request).await?;
+                Ok::<_, HandlerError>(ToolResult::text("Input received"))
+            }),
+    ]
+}
+
+fn elicitation_completed(answer: &serde_json::Value) -> ToolResult {
+    ToolResult::text(format!(
+        "Elicitation completed: action={}, content={}",
+        answer["action"].as_str().unwrap_or_default(),
+        answer["content"]
+    ))
 }
 
 fn prompts() -> Vec<Prompt> {
@@ -194,6 +359,16 @@ fn prompts() -> Vec<Prompt> {
                         "Please process the embedded resource above.",
                     )),
                 ]))
+            }),
+        Prompt::new("test_input_required_result_prompt")
+            .description("Asks for context before producing messages")
+            .handler(|_, ctx| async move {
+                let answer = ctx
+                    .ask("user_context", InputRequest::elicit("What context should the prompt use?", json!({
+                        "type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]})))
+                    .await?;
+                let context = answer["content"]["context"].as_str().unwrap_or_default().to_owned();
+                Ok(PromptResult::new(vec![PromptMessage::user(Content::text(format!("Context: {context}")))]))
             }),
         Prompt::new("test_prompt_with_image")
             .description("A prompt with an image")
@@ -250,8 +425,10 @@ pub(crate) fn runtime(
     match profile {
         Profile::Echo => builder.tool(echo()).build(),
         Profile::Conformance => {
-            let mut b = builder.logging();
-            for t in tools() {
+            let mut b = builder
+                .logging()
+                .legacy_server_requests(Duration::from_secs(30));
+            for t in tools().into_iter().chain(interactive_tools()) {
                 b = b.tool(t);
             }
             for p in prompts() {

@@ -59,7 +59,9 @@ pub use model::{
 pub use protocol::{Dialect, RpcError};
 pub use runtime::completion::CompletionRequest;
 pub use runtime::context::{Principal, RequestContext};
+pub use runtime::error::HandlerError;
+pub use runtime::input::{InputRequest, InputRequired};
 pub use runtime::prompt::{Prompt, PromptArguments};
-pub use runtime::resource::{ReadRequest, Resource, ResourceError, ResourceInfo, ResourceTemplate};
-pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, ToolError, schema_for};
+pub use runtime::resource::{ReadRequest, Resource, ResourceInfo, ResourceTemplate};
+pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};

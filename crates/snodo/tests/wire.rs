@@ -10,3 +10,6 @@ mod support;
 
 #[path = "wire/modern.rs"]
 mod modern;
+
+#[path = "wire/legacy.rs"]
+mod legacy;

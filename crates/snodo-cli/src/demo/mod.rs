@@ -15,18 +15,18 @@ use std::path::Path;
 use serde_json::json;
 use snodo::protocol::Dialect;
 use snodo::{
-    CacheHint, CacheScope, CompletionRequest, Content, Json, Prompt, PromptMessage, PromptResult,
-    ReadRequest, RequestContext, Resource, ResourceContents, ResourceError, ResourceInfo,
-    ResourceTemplate, RpcError, Runtime, Tool, ToolError,
+    CacheHint, CacheScope, CompletionRequest, Content, HandlerError, Json, Prompt, PromptMessage,
+    PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceInfo,
+    ResourceTemplate, RpcError, Runtime, Tool,
 };
 
 use self::fs::{Refusal, Root, mime_type};
 use self::search::{SearchArgs, SearchOutput};
 
-fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents>, ResourceError> {
+fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents>, HandlerError> {
     let path = match root.resolve(relative) {
         Ok(p) => p,
-        Err(Refusal::NotFound | Refusal::Outside) => return Err(ResourceError::NotFound),
+        Err(Refusal::NotFound | Refusal::Outside) => return Err(HandlerError::NotFound),
         Err(Refusal::TooLarge) => {
             return Err(RpcError::invalid_params(format!(
                 "{relative} is larger than the 8 MiB read limit"
@@ -34,7 +34,7 @@ fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents
             .into());
         }
     };
-    let bytes = std::fs::read(&path).map_err(|_| ResourceError::NotFound)?;
+    let bytes = std::fs::read(&path).map_err(|_| HandlerError::NotFound)?;
     let mime = mime_type(relative);
     Ok(vec![match String::from_utf8(bytes) {
         Ok(text) => {
@@ -71,7 +71,7 @@ pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Ru
                     let rel = req.variables.get("path").cloned().unwrap_or_default();
                     tokio::task::spawn_blocking(move || read(&root, &rel, req.uri))
                         .await
-                        .map_err(|_| ResourceError::Protocol(RpcError::internal("read failed")))?
+                        .map_err(|_| HandlerError::Failed("read failed".into()))?
                 }
             })
             .lister(move |_ctx| {
@@ -121,12 +121,12 @@ pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Ru
                 let root = root.clone();
                 async move {
                     if args.query.trim().is_empty() {
-                        return Err(ToolError::new("query must not be empty"));
+                        return Err(HandlerError::new("query must not be empty"));
                     }
                     let cancel = ctx.cancellation().clone();
                     let out = tokio::task::spawn_blocking(move || search::search(&root, &args, &|| cancel.is_cancelled()))
                         .await
-                        .map_err(|_| ToolError::new("search failed"))?;
+                        .map_err(|_| HandlerError::new("search failed"))?;
                     Ok(Json(out))
                 }
             })
@@ -145,14 +145,14 @@ pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Ru
                     let uri = root.uri(&rel);
                     let contents = tokio::task::spawn_blocking(move || read(&root, &rel, uri))
                         .await
-                        .map_err(|_| RpcError::internal("read failed"))?;
+                        .map_err(|_| HandlerError::new("read failed"))?;
                     let contents = match contents {
                         Ok(mut c) if !c.is_empty() => c.remove(0),
-                        Ok(_) | Err(ResourceError::NotFound) => {
-                            return Err(RpcError::invalid_params(format!("No such file: {}", args.get("path").map_or("", String::as_str))));
+                        Ok(_) | Err(HandlerError::NotFound) => {
+                            let path = args.get("path").map_or("", String::as_str);
+                            return Err(RpcError::invalid_params(format!("No such file: {path}")).into());
                         }
-                        Err(ResourceError::Protocol(e)) => return Err(e),
-                        Err(_) => return Err(RpcError::internal("read failed")),
+                        Err(e) => return Err(e),
                     };
                     Ok(PromptResult::new(vec![
                         PromptMessage::user(Content::resource(contents)),

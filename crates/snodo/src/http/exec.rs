@@ -15,7 +15,7 @@ use crate::protocol::jsonrpc::{error_message, result_message};
 use crate::protocol::{Dialect, RequestId, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
-use crate::runtime::context::{Principal, RequestContext};
+use crate::runtime::context::{ContextInit, Principal};
 
 /// Queue depth between a handler and its response stream.
 const STREAM_DEPTH: usize = 32;
@@ -56,7 +56,16 @@ pub(crate) async fn execute(
     } else {
         runtime.inner.legacy_log_level
     };
-    let streams = call.meta.progress_token.is_some() || log_threshold.is_some();
+    let server_requests = if dialect.is_stateless() {
+        None
+    } else {
+        runtime
+            .inner
+            .server_requests
+            .map(|t| (runtime.inner.pending.clone(), t))
+    };
+    let streams =
+        call.meta.progress_token.is_some() || log_threshold.is_some() || server_requests.is_some();
     let cancel = CancellationToken::new();
     // Dropping this future (the client went away) cancels the execution.
     let guard = cancel.clone().drop_guard();
@@ -66,18 +75,19 @@ pub(crate) async fn execute(
     } else {
         (None, None)
     };
-    let ctx = RequestContext::new(
+    let init = ContextInit {
         dialect,
-        id.clone(),
-        call.meta.clone(),
+        id: id.clone(),
+        meta: call.meta.clone(),
         principal,
-        cancel.clone(),
-        tx,
+        cancel: cancel.clone(),
+        sink: tx,
         log_threshold,
-    );
+        server_requests,
+    };
     let mut work = {
         let runtime = runtime.clone();
-        Box::pin(async move { runtime.dispatch(call, ctx).await })
+        Box::pin(async move { runtime.dispatch(call, init).await })
     };
     let Some(mut rx) = rx else {
         let out = work.await;

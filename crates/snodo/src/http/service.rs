@@ -16,6 +16,7 @@ use super::config::HttpConfig;
 use super::exec;
 use super::response;
 use super::select::{self, Rejection};
+use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::Incoming;
 use crate::runtime::Runtime;
 
@@ -105,8 +106,22 @@ impl McpService {
                 select::admit_notification(runtime, &parts.headers).map_err(reject)?;
                 Ok(response::accepted())
             }
-            Incoming::Response { .. } => {
+            Incoming::Response { id, result, error } => {
                 select::admit_response(runtime, &parts.headers).map_err(reject)?;
+                // An answer to a server-to-client request: route it by its id. Unknown ids
+                // (answered late, or meant for another instance) are dropped.
+                if let Some(RequestId::String(id)) = id {
+                    let parse = |raw: Option<&serde_json::value::RawValue>| {
+                        raw.and_then(|r| serde_json::from_str(r.get()).ok())
+                            .unwrap_or_default()
+                    };
+                    let answer = if error.is_some() {
+                        Err(parse(error))
+                    } else {
+                        Ok(parse(result))
+                    };
+                    runtime.deliver_answer(&id, answer);
+                }
                 Ok(response::accepted())
             }
         }

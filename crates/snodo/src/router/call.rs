@@ -2,30 +2,20 @@
 
 use serde_json::{Map, Value};
 
-use super::{Call, Output, req_str};
+use super::{Call, Interactive, Output, Stop, req_str};
 use crate::model::ToolResult;
 use crate::protocol::RpcError;
 use crate::runtime::Runtime;
 use crate::runtime::context::RequestContext;
-use crate::runtime::tool::ToolError;
-
-/// Params that only the 2026-07-28 multi round-trip flow (or 2025-11-25 tasks) use.
-const STATEFUL_PARAMS: [&str; 3] = ["task", "inputResponses", "requestState"];
+use crate::runtime::error::HandlerError;
 
 impl Runtime {
-    pub(super) async fn call_tool(&self, mut call: Call, ctx: RequestContext) -> Output {
+    pub(super) async fn call_tool(&self, mut call: Call, ctx: RequestContext) -> Interactive {
         let name = req_str(&call.params, "name")?.to_owned();
-        if !call.dialect.is_stateless()
-            && STATEFUL_PARAMS.iter().any(|k| call.params.contains_key(*k))
-        {
-            return Err(RpcError::invalid_params(
-                "Tasks and multi-round-trip inputs are not supported",
-            ));
-        }
         let arguments = match call.params.remove("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(v @ Value::Object(_)) => v,
-            Some(_) => return Err(RpcError::invalid_params("arguments must be an object")),
+            Some(_) => return Err(RpcError::invalid_params("arguments must be an object").into()),
         };
         let tool = self
             .inner
@@ -36,7 +26,8 @@ impl Runtime {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",
                 call.dialect
-            )));
+            ))
+            .into());
         }
         let problems: Vec<String> = tool
             .validator
@@ -52,20 +43,19 @@ impl Runtime {
             .collect();
         if !problems.is_empty() {
             // A readable execution error lets the model correct its call.
-            return shape(
-                &call,
-                ToolResult::error(format!(
-                    "Invalid arguments for tool {name}: {}",
-                    problems.join("; ")
-                )),
-            );
+            let message = format!("Invalid arguments for tool {name}: {}", problems.join("; "));
+            return Ok(shape(&call, ToolResult::error(message))?);
         }
         let result = match (tool.handler)(arguments, ctx).await {
             Ok(r) => r,
-            Err(ToolError::Execution(msg)) => ToolResult::error(msg),
-            Err(ToolError::Protocol(e)) => return Err(e),
+            Err(HandlerError::Failed(msg)) => ToolResult::error(msg),
+            Err(e) => {
+                return Err(Stop::from_handler(e, || {
+                    RpcError::invalid_params("Not found")
+                }));
+            }
         };
-        shape(&call, result)
+        Ok(shape(&call, result)?)
     }
 }
 

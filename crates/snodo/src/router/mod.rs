@@ -7,6 +7,7 @@
 mod call;
 mod lists;
 mod ops;
+mod rounds;
 
 use std::panic::AssertUnwindSafe;
 
@@ -16,7 +17,9 @@ use serde_json::{Map, Value};
 use crate::protocol::meta::SERVER_INFO_KEY;
 use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
-use crate::runtime::context::RequestContext;
+use crate::runtime::context::{ContextInit, RequestContext};
+use crate::runtime::error::HandlerError;
+use crate::runtime::input::InputRequired;
 
 /// A request that passed admission: everything the router needs, owned.
 #[derive(Debug)]
@@ -30,6 +33,37 @@ pub(crate) struct Call {
 
 /// A result object before its dialect envelope.
 pub(crate) type Output = Result<Map<String, Value>, RpcError>;
+
+/// Why an interactive operation (tools/call, prompts/get, resources/read) stopped
+/// without a result.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// A JSON-RPC error.
+    Error(RpcError),
+    /// The handler needs input from the client.
+    Input(InputRequired),
+}
+
+impl From<RpcError> for Stop {
+    fn from(e: RpcError) -> Self {
+        Self::Error(e)
+    }
+}
+
+impl Stop {
+    /// Maps a handler error; `failed` says what an execution failure becomes.
+    pub(crate) fn from_handler(e: HandlerError, not_found: impl FnOnce() -> RpcError) -> Self {
+        match e {
+            HandlerError::Failed(msg) => Self::Error(RpcError::internal(msg)),
+            HandlerError::NotFound => Self::Error(not_found()),
+            HandlerError::Protocol(e) => Self::Error(e),
+            HandlerError::InputRequired(i) => Self::Input(i),
+        }
+    }
+}
+
+/// The result of an interactive operation.
+pub(crate) type Interactive = Result<Map<String, Value>, Stop>;
 
 /// Reads an optional string member.
 pub(crate) fn opt_str<'a>(
@@ -56,10 +90,10 @@ pub(crate) fn req_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&
 impl Runtime {
     /// Executes an admitted request. Panics in handlers become `-32603` for this
     /// request only.
-    pub(crate) async fn dispatch(&self, call: Call, ctx: RequestContext) -> Output {
+    pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Output {
         let method = call.method;
         let dialect = call.dialect;
-        let run = AssertUnwindSafe(self.route(call, ctx)).catch_unwind();
+        let run = AssertUnwindSafe(self.route(call, init)).catch_unwind();
         let result = run.await.unwrap_or_else(|panic| {
             let what = panic
                 .downcast_ref::<&str>()
@@ -72,7 +106,7 @@ impl Runtime {
         Ok(self.finish(dialect, method, result))
     }
 
-    async fn route(&self, call: Call, ctx: RequestContext) -> Output {
+    async fn route(&self, call: Call, init: ContextInit) -> Output {
         use Method as M;
         if !call.dialect.serves(call.method) {
             return Err(RpcError::method_not_found(&call.method_name));
@@ -89,6 +123,10 @@ impl Runtime {
         if !enabled {
             return Err(RpcError::method_not_found(&call.method_name));
         }
+        if matches!(call.method, M::ToolsCall | M::PromptsGet | M::ResourcesRead) {
+            return self.interactive(call, init).await;
+        }
+        let ctx = RequestContext::new(init);
         match call.method {
             M::Initialize => self.initialize(&call),
             M::Ping => Ok(Map::new()),
@@ -98,11 +136,11 @@ impl Runtime {
             M::PromptsList => self.list_prompts(&call),
             M::ResourcesList => self.list_resources(&call, ctx).await,
             M::ResourceTemplatesList => self.list_templates(&call),
-            M::ToolsCall => self.call_tool(call, ctx).await,
-            M::PromptsGet => self.get_prompt(call, ctx).await,
-            M::ResourcesRead => self.read_resource(call, ctx).await,
             M::CompletionComplete => self.complete(call, ctx).await,
-            M::SubscriptionsListen
+            M::ToolsCall
+            | M::PromptsGet
+            | M::ResourcesRead
+            | M::SubscriptionsListen
             | M::ResourcesSubscribe
             | M::ResourcesUnsubscribe
             | M::Initialized
@@ -122,8 +160,11 @@ impl Runtime {
         if !dialect.has_result_envelope() {
             return result;
         }
-        result.insert("resultType".into(), Value::String("complete".into()));
-        if method.is_cacheable() {
+        let complete = !result.contains_key("resultType");
+        if complete {
+            result.insert("resultType".into(), Value::String("complete".into()));
+        }
+        if complete && method.is_cacheable() {
             let caches = &self.inner.caches;
             let hint = match method {
                 Method::Discover => caches.discover,

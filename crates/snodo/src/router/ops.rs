@@ -4,12 +4,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Call, Output, req_str};
+use super::{Call, Interactive, Output, Stop, req_str};
 use crate::protocol::{LogLevel, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
 use crate::runtime::context::RequestContext;
-use crate::runtime::resource::{ReadRequest, ResourceError};
+use crate::runtime::resource::ReadRequest;
 
 fn string_map(value: Option<&Value>, what: &str) -> Result<HashMap<String, String>, RpcError> {
     match value {
@@ -50,7 +50,7 @@ fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
 }
 
 impl Runtime {
-    pub(super) async fn get_prompt(&self, call: Call, ctx: RequestContext) -> Output {
+    pub(super) async fn get_prompt(&self, call: Call, ctx: RequestContext) -> Interactive {
         let name = req_str(&call.params, "name")?;
         let args = string_map(call.params.get("arguments"), "arguments")?;
         let prompt = self
@@ -62,16 +62,21 @@ impl Runtime {
         if !missing.is_empty() {
             return Err(
                 RpcError::invalid_params("Missing required prompt arguments")
-                    .with_data(json!({ "missing": missing })),
+                    .with_data(json!({ "missing": missing }))
+                    .into(),
             );
         }
         let handler = prompt
             .handler
             .clone()
             .ok_or_else(|| RpcError::internal("prompt has no handler"))?;
-        let result = handler(args, ctx).await?;
+        let result = handler(args, ctx).await.map_err(|e| {
+            Stop::from_handler(e, || {
+                RpcError::invalid_params(format!("Unknown prompt: {name}"))
+            })
+        })?;
         let Ok(Value::Object(mut out)) = serde_json::to_value(&result) else {
-            return Err(RpcError::internal("Prompt result could not be serialised"));
+            return Err(RpcError::internal("Prompt result could not be serialised").into());
         };
         if !call.dialect.has_icons() {
             if let Some(Value::Array(msgs)) = out.get_mut("messages") {
@@ -87,10 +92,10 @@ impl Runtime {
         Ok(out)
     }
 
-    pub(super) async fn read_resource(&self, call: Call, ctx: RequestContext) -> Output {
+    pub(super) async fn read_resource(&self, call: Call, ctx: RequestContext) -> Interactive {
         let uri = req_str(&call.params, "uri")?.to_owned();
         if !uri.contains(':') {
-            return Err(RpcError::invalid_params("Resource URI must be absolute"));
+            return Err(RpcError::invalid_params("Resource URI must be absolute").into());
         }
         let catalogue = &self.inner.catalogue;
         let found = if let Some(r) = catalogue.resource(&uri) {
@@ -106,7 +111,7 @@ impl Runtime {
                 .with_data(json!({ "uri": uri }))
         };
         let Some((reader, variables)) = found else {
-            return Err(not_found());
+            return Err(not_found().into());
         };
         match reader(
             ReadRequest {
@@ -117,10 +122,9 @@ impl Runtime {
         )
         .await
         {
-            Ok(contents) if contents.is_empty() => Err(not_found()),
-            Ok(contents) => to_map("contents", contents),
-            Err(ResourceError::NotFound) => Err(not_found()),
-            Err(ResourceError::Protocol(e)) => Err(e),
+            Ok(contents) if contents.is_empty() => Err(not_found().into()),
+            Ok(contents) => Ok(to_map("contents", contents)?),
+            Err(e) => Err(Stop::from_handler(e, not_found)),
         }
     }
 

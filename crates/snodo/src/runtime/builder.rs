@@ -1,8 +1,13 @@
 //! [`RuntimeBuilder`]: collects the description of a server and validates it once.
 
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::catalogue::Catalogue;
+use super::input::StateSigner;
+use super::pending::PendingRequests;
 use super::prompt::Prompt;
 use super::resource::{Resource, ResourceTemplate};
 use super::tool::Tool;
@@ -89,6 +94,9 @@ pub struct RuntimeBuilder {
     logging: bool,
     list_changed: bool,
     legacy_log_level: LogLevel,
+    state_key: Option<Vec<u8>>,
+    state_ttl: Duration,
+    server_requests: Option<Duration>,
 }
 
 impl RuntimeBuilder {
@@ -106,6 +114,9 @@ impl RuntimeBuilder {
             logging: false,
             list_changed: false,
             legacy_log_level: LogLevel::Info,
+            state_key: None,
+            state_ttl: Duration::from_secs(600),
+            server_requests: None,
         }
     }
 
@@ -224,6 +235,30 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The key that signs `requestState` of multi round-trip requests (HMAC-SHA256).
+    /// Give every instance of a deployment the same key so that any of them accepts a
+    /// retry; without one, a random per-process key is used.
+    pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.state_key = Some(key.into());
+        self
+    }
+
+    /// How long a `requestState` stays valid (default 10 minutes).
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
+    /// Lets handlers ask initialize-era clients for input (sampling, elicitation,
+    /// roots) with server-to-client requests on the calling request's SSE stream, each
+    /// waiting up to `timeout` for the client's answer. The answer is a separate POST
+    /// routed by a server-minted id, so it must reach the same process: behind a load
+    /// balancer, route on that id or keep this off.
+    pub fn legacy_server_requests(mut self, timeout: Duration) -> Self {
+        self.server_requests = Some(timeout);
+        self
+    }
+
     /// Validates everything and freezes the runtime.
     pub fn build(self) -> Result<Runtime, BuildError> {
         self.info
@@ -274,6 +309,12 @@ impl RuntimeBuilder {
             logging: self.logging,
         };
         let versions = self.protocols.iter().map(|d| d.version()).collect();
+        let key = self.state_key.unwrap_or_else(random_key);
+        let signer =
+            StateSigner::new(&key, self.state_ttl).ok_or(BuildError::UnsupportedCapability {
+                capability: "requestState",
+                reason: "the request state key was refused".into(),
+            })?;
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -285,9 +326,19 @@ impl RuntimeBuilder {
                 caches: self.caches,
                 capabilities,
                 legacy_log_level: self.logging.then_some(self.legacy_log_level),
+                signer,
+                pending: Arc::new(PendingRequests::default()),
+                server_requests: self.server_requests,
             }),
         })
     }
+}
+
+/// 32 bytes from the process's random hasher seeds.
+fn random_key() -> Vec<u8> {
+    (0u64..4)
+        .flat_map(|i| RandomState::new().hash_one(i).to_le_bytes())
+        .collect()
 }
 
 #[cfg(test)]

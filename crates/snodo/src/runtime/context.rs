@@ -10,8 +10,13 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::jsonrpc::notification_message;
-use crate::protocol::{Dialect, LogLevel, ProgressToken, RequestId, RequestMeta};
+use std::time::Duration;
+
+use super::error::HandlerError;
+use super::input::{InputRequest, InputRequired};
+use super::pending::PendingRequests;
+use crate::protocol::jsonrpc::{notification_message, request_message};
+use crate::protocol::{Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
 
 /// The authenticated caller of a request, as the application's authenticator named it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -39,23 +44,34 @@ pub struct RequestContext {
     inner: Arc<Inner>,
 }
 
+/// Everything a context is built from.
+pub(crate) struct ContextInit {
+    pub(crate) dialect: &'static Dialect,
+    pub(crate) id: RequestId,
+    pub(crate) meta: RequestMeta,
+    pub(crate) principal: Option<Principal>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) sink: Option<Sink>,
+    pub(crate) log_threshold: Option<LogLevel>,
+    /// Initialize era: where answers to server requests arrive (None: disabled).
+    pub(crate) server_requests: Option<(Arc<PendingRequests>, Duration)>,
+}
+
 struct Inner {
-    dialect: &'static Dialect,
-    id: RequestId,
-    meta: RequestMeta,
-    principal: Option<Principal>,
-    cancel: CancellationToken,
-    sink: Option<Sink>,
-    log_threshold: Option<LogLevel>,
+    init: ContextInit,
     last_progress: Mutex<Option<f64>>,
+    /// 2026-07-28: answers from `inputResponses` and earlier rounds.
+    answers: Mutex<Map<String, Value>>,
+    /// 2026-07-28: the application state of an earlier round.
+    app_state: Option<Value>,
 }
 
 impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestContext")
-            .field("dialect", &self.inner.dialect.version())
-            .field("id", &self.inner.id)
-            .field("principal", &self.inner.principal)
+            .field("dialect", &self.inner.init.dialect.version())
+            .field("id", &self.inner.init.id)
+            .field("principal", &self.inner.init.principal)
             .finish_non_exhaustive()
     }
 }
@@ -80,58 +96,63 @@ struct LogParams<'a, D> {
 }
 
 impl RequestContext {
-    pub(crate) fn new(
-        dialect: &'static Dialect,
-        id: RequestId,
-        meta: RequestMeta,
-        principal: Option<Principal>,
-        cancel: CancellationToken,
-        sink: Option<Sink>,
-        log_threshold: Option<LogLevel>,
+    pub(crate) fn new(init: ContextInit) -> Self {
+        Self::with_answers(init, Map::new(), None)
+    }
+
+    pub(crate) fn with_answers(
+        init: ContextInit,
+        answers: Map<String, Value>,
+        app_state: Option<Value>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
-                dialect,
-                id,
-                meta,
-                principal,
-                cancel,
-                sink,
-                log_threshold,
+                init,
                 last_progress: Mutex::new(None),
+                answers: Mutex::new(answers),
+                app_state,
             }),
         }
+    }
+
+    /// Answers collected so far (2026-07-28), to carry into the next round's state.
+    pub(crate) fn answers(&self) -> Map<String, Value> {
+        self.inner
+            .answers
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default()
     }
 
     /// The dialect the request was made in.
     #[must_use]
     pub fn dialect(&self) -> &'static Dialect {
-        self.inner.dialect
+        self.inner.init.dialect
     }
 
     /// The protocol version of the request.
     #[must_use]
     pub fn protocol_version(&self) -> &'static str {
-        self.inner.dialect.version()
+        self.inner.init.dialect.version()
     }
 
     /// The JSON-RPC id of the request.
     #[must_use]
     pub fn request_id(&self) -> &RequestId {
-        &self.inner.id
+        &self.inner.init.id
     }
 
     /// The authenticated caller, if the application installed an authenticator.
     #[must_use]
     pub fn principal(&self) -> Option<&Principal> {
-        self.inner.principal.as_ref()
+        self.inner.init.principal.as_ref()
     }
 
     /// The client capabilities declared on this request (2026-07-28). Initialize-era
     /// requests carry none: a stateless server keeps nothing from `initialize`.
     #[must_use]
     pub fn client_capabilities(&self) -> Option<&Map<String, Value>> {
-        self.inner.meta.client_capabilities.as_ref()
+        self.inner.init.meta.client_capabilities.as_ref()
     }
 
     /// Whether the client declared capability `name` (e.g. `"sampling"`) on this request.
@@ -144,38 +165,40 @@ impl RequestContext {
     /// The client info sent with this request (2026-07-28), if any. Never an identity.
     #[must_use]
     pub fn client_info(&self) -> Option<&Value> {
-        self.inner.meta.client_info.as_ref()
+        self.inner.init.meta.client_info.as_ref()
     }
 
     /// The parsed request `_meta`.
     #[must_use]
     pub fn meta(&self) -> &RequestMeta {
-        &self.inner.meta
+        &self.inner.init.meta
     }
 
     /// The cancellation token of this execution: cancelled when the client disconnects,
     /// cancels the request, the deadline passes or the server shuts down.
     #[must_use]
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.inner.cancel
+        &self.inner.init.cancel
     }
 
     /// Whether this execution has been cancelled.
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.is_cancelled()
+        self.inner.init.cancel.is_cancelled()
     }
 
     /// Whether progress reports reach the client (it sent a `progressToken`).
     #[must_use]
     pub fn wants_progress(&self) -> bool {
-        self.inner.sink.is_some() && self.inner.meta.progress_token.is_some()
+        self.inner.init.sink.is_some() && self.inner.init.meta.progress_token.is_some()
     }
 
     /// Reports progress. A no-op unless the request carried a `progressToken`; values
     /// that do not strictly increase are dropped, as the protocol requires.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let (Some(sink), Some(token)) = (&self.inner.sink, &self.inner.meta.progress_token) else {
+        let (Some(sink), Some(token)) =
+            (&self.inner.init.sink, &self.inner.init.meta.progress_token)
+        else {
             return;
         };
         {
@@ -204,8 +227,10 @@ impl RequestContext {
     /// request asked for logs at or below `level` (2026-07-28: per-request
     /// `io.modelcontextprotocol/logLevel`; initialize era: the runtime's legacy level).
     pub async fn log(&self, level: LogLevel, logger: Option<&str>, data: impl Serialize) {
-        let Some(sink) = &self.inner.sink else { return };
-        if self.inner.log_threshold.is_none_or(|t| level < t) {
+        let Some(sink) = &self.inner.init.sink else {
+            return;
+        };
+        if self.inner.init.log_threshold.is_none_or(|t| level < t) {
             return;
         }
         let params = LogParams {
@@ -217,13 +242,126 @@ impl RequestContext {
             .await;
     }
 
+    /// The application state attached to the previous round's
+    /// [`InputRequired`] (2026-07-28), verified by the runtime.
+    #[must_use]
+    pub fn request_state(&self) -> Option<&Value> {
+        self.inner.app_state.as_ref()
+    }
+
+    /// The client's answer to `request`, asked under `key`.
+    ///
+    /// - 2026-07-28: the answer from `inputResponses` (or an earlier round); when it is
+    ///   missing or malformed this returns [`HandlerError::InputRequired`], which the
+    ///   handler passes on with `?` so the client asks the user and retries. A client
+    ///   that did not declare the needed capability gets `-32021`.
+    /// - initialize era: a JSON-RPC request on this request's SSE stream; the client's
+    ///   POSTed answer is awaited (only when the runtime enables server requests).
+    pub async fn ask(&self, key: &str, request: InputRequest) -> Result<Value, HandlerError> {
+        let mut answers = self.ask_all([(key.to_owned(), request)]).await?;
+        answers
+            .remove(key)
+            .ok_or_else(|| HandlerError::Protocol(RpcError::internal("missing answer")))
+    }
+
+    /// Asks several questions at once (one round on 2026-07-28).
+    pub async fn ask_all(
+        &self,
+        requests: impl IntoIterator<Item = (String, InputRequest)>,
+    ) -> Result<Map<String, Value>, HandlerError> {
+        let requests: Vec<(String, InputRequest)> = requests.into_iter().collect();
+        if !self.inner.init.dialect.is_stateless() {
+            let mut out = Map::new();
+            for (key, request) in requests {
+                let answer = self.ask_client(&request).await?;
+                out.insert(key, answer);
+            }
+            return Ok(out);
+        }
+        let caps = self.client_capabilities();
+        let mut out = Map::new();
+        let mut missing = InputRequired::new();
+        let answers = self.answers();
+        for (key, request) in requests {
+            if !request.allowed_by(caps) {
+                let (_, required) = request.required_capability();
+                return Err(RpcError::missing_client_capability(required).into());
+            }
+            match answers.get(&key) {
+                Some(answer) if request.accepts(answer) => {
+                    out.insert(key, answer.clone());
+                }
+                _ => missing = missing.ask(key, request),
+            }
+        }
+        if missing.requests.is_empty() {
+            Ok(out)
+        } else {
+            Err(missing.into())
+        }
+    }
+
+    /// Initialize era: sends `request` to the client and waits for its answer.
+    async fn ask_client(&self, request: &InputRequest) -> Result<Value, HandlerError> {
+        let unavailable = |why: &str| {
+            HandlerError::Protocol(RpcError::internal(format!(
+                "Cannot send {} to the client: {why}",
+                request.method()
+            )))
+        };
+        let (Some((pending, timeout)), Some(sink)) =
+            (&self.inner.init.server_requests, &self.inner.init.sink)
+        else {
+            return Err(unavailable(
+                "server-to-client requests are not enabled on this server",
+            ));
+        };
+        let id = pending.mint();
+        let rx = pending.register(&id);
+        let mut params = request.params().clone();
+        if !self.inner.init.dialect.has_url_elicitation() {
+            // 2025-06-18 elicitation has no `mode` (form is the only kind).
+            if let Some(p) = params.as_object_mut() {
+                p.remove("mode");
+            }
+        }
+        let message = request_message(
+            &RequestId::String(id.as_str().into()),
+            request.method(),
+            &params,
+        );
+        if sink.send(message).await.is_err() {
+            pending.forget(&id);
+            self.inner.init.cancel.cancel();
+            return Err(unavailable("the client went away"));
+        }
+        let outcome = tokio::select! {
+            answer = rx => answer.ok(),
+            () = self.inner.init.cancel.cancelled() => None,
+            () = tokio::time::sleep(*timeout) => None,
+        };
+        pending.forget(&id);
+        match outcome {
+            Some(Ok(result)) => Ok(result),
+            Some(Err(error)) => Err(HandlerError::Protocol(RpcError::internal(format!(
+                "The client refused {}: {}",
+                request.method(),
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message")
+            )))),
+            None => Err(unavailable("no answer arrived in time")),
+        }
+    }
+
     async fn send(&self, sink: &Sink, message: Bytes) {
-        if self.inner.cancel.is_cancelled() {
+        if self.inner.init.cancel.is_cancelled() {
             return;
         }
         // A closed stream means the client went away: that is a cancellation.
         if sink.send(message).await.is_err() {
-            self.inner.cancel.cancel();
+            self.inner.init.cancel.cancel();
         }
     }
 }

@@ -4,7 +4,10 @@
 pub mod completion;
 pub mod context;
 pub(crate) mod cursor;
+pub mod error;
+pub mod input;
 pub(crate) mod param_headers;
+pub(crate) mod pending;
 pub mod prompt;
 pub mod resource;
 pub mod tool;
@@ -15,12 +18,21 @@ pub(crate) mod catalogue;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use builder::{BuildError, RuntimeBuilder};
 pub(crate) use catalogue::Catalogue;
 
 use crate::model::{CacheHint, ServerInfo};
 use crate::protocol::{Dialect, LogLevel};
+
+impl Runtime {
+    /// Delivers a client's answer to an initialize-era server-to-client request.
+    /// Returns `false` when no request of this process waits for `id`.
+    pub(crate) fn deliver_answer(&self, id: &str, answer: pending::Answer) -> bool {
+        self.inner.pending.deliver(id, answer)
+    }
+}
 
 /// A built server: what it is, what it offers and which dialects it speaks.
 ///
@@ -42,6 +54,12 @@ pub(crate) struct Inner {
     pub(crate) caches: Caches,
     pub(crate) capabilities: Capabilities,
     pub(crate) legacy_log_level: Option<LogLevel>,
+    /// Seals `requestState` (2026-07-28 multi round-trip requests).
+    pub(crate) signer: input::StateSigner,
+    /// Initialize-era server-to-client requests waiting for their answers.
+    pub(crate) pending: Arc<pending::PendingRequests>,
+    /// How long a server-to-client request waits; `None`: not enabled.
+    pub(crate) server_requests: Option<Duration>,
 }
 
 /// Cache hints per kind of cacheable result.

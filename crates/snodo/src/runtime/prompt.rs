@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
+use super::error::HandlerError;
 use crate::model::{Icon, PromptResult};
 use crate::protocol::RpcError;
 
@@ -35,7 +36,10 @@ impl PromptArgument {
 pub type PromptArguments = HashMap<String, String>;
 
 pub(crate) type PromptHandler = Arc<
-    dyn Fn(PromptArguments, RequestContext) -> BoxFuture<'static, Result<PromptResult, RpcError>>
+    dyn Fn(
+            PromptArguments,
+            RequestContext,
+        ) -> BoxFuture<'static, Result<PromptResult, HandlerError>>
         + Send
         + Sync,
 >;
@@ -130,7 +134,7 @@ impl Prompt {
     pub fn handler<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(PromptArguments, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<PromptResult, RpcError>> + Send + 'static,
+        Fut: Future<Output = Result<PromptResult, HandlerError>> + Send + 'static,
     {
         self.handler = Some(Arc::new(move |args, ctx| Box::pin(f(args, ctx))));
         self

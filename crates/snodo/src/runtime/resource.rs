@@ -11,25 +11,10 @@ use serde_json::{Map, Value};
 
 use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
+use super::error::HandlerError;
 use super::uri_template::UriTemplate;
 use crate::model::{Icon, ResourceContents};
 use crate::protocol::RpcError;
-
-/// Why a resource read failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ResourceError {
-    /// No resource at that URI: answered with the dialect's not-found error.
-    NotFound,
-    /// Any other failure, as a JSON-RPC error.
-    Protocol(RpcError),
-}
-
-impl From<RpcError> for ResourceError {
-    fn from(e: RpcError) -> Self {
-        Self::Protocol(e)
-    }
-}
 
 /// What a reader is asked for.
 #[derive(Clone, Debug)]
@@ -44,7 +29,7 @@ pub(crate) type Reader = Arc<
     dyn Fn(
             ReadRequest,
             RequestContext,
-        ) -> BoxFuture<'static, Result<Vec<ResourceContents>, ResourceError>>
+        ) -> BoxFuture<'static, Result<Vec<ResourceContents>, HandlerError>>
         + Send
         + Sync,
 >;
@@ -148,7 +133,7 @@ impl fmt::Debug for Resource {
 fn boxed_reader<F, Fut>(f: F) -> Reader
 where
     F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Vec<ResourceContents>, ResourceError>> + Send + 'static,
+    Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
 {
     Arc::new(move |req, ctx| Box::pin(f(req, ctx)))
 }
@@ -195,7 +180,7 @@ impl Resource {
     pub fn reader<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<ResourceContents>, ResourceError>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
         self.reader = Some(boxed_reader(f));
         self
@@ -304,7 +289,7 @@ impl ResourceTemplate {
     pub fn reader<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<ResourceContents>, ResourceError>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
         self.reader = Some(boxed_reader(f));
         self

@@ -11,43 +11,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::context::RequestContext;
+use super::error::HandlerError;
 use crate::model::{Icon, ToolResult};
 use crate::protocol::RpcError;
-
-/// Why a tool call did not produce a normal result.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ToolError {
-    /// An execution failure the model should see: becomes `isError: true` with this text.
-    Execution(String),
-    /// A protocol error: becomes a JSON-RPC error response.
-    Protocol(RpcError),
-}
-
-impl ToolError {
-    /// An execution failure with a readable message.
-    pub fn new(message: impl fmt::Display) -> Self {
-        Self::Execution(message.to_string())
-    }
-}
-
-impl From<RpcError> for ToolError {
-    fn from(e: RpcError) -> Self {
-        Self::Protocol(e)
-    }
-}
-
-impl From<String> for ToolError {
-    fn from(s: String) -> Self {
-        Self::Execution(s)
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(s: &str) -> Self {
-        Self::Execution(s.to_owned())
-    }
-}
 
 /// A structured tool output: serialised as `structuredContent` and mirrored as text.
 #[derive(Clone, Debug)]
@@ -56,39 +22,39 @@ pub struct Json<T>(pub T);
 /// Anything a tool handler may return.
 pub trait IntoToolResult {
     /// Converts into a result or an error.
-    fn into_tool_result(self) -> Result<ToolResult, ToolError>;
+    fn into_tool_result(self) -> Result<ToolResult, HandlerError>;
 }
 
 impl IntoToolResult for ToolResult {
-    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+    fn into_tool_result(self) -> Result<ToolResult, HandlerError> {
         Ok(self)
     }
 }
 
 impl IntoToolResult for String {
-    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+    fn into_tool_result(self) -> Result<ToolResult, HandlerError> {
         Ok(ToolResult::text(self))
     }
 }
 
 impl IntoToolResult for &'static str {
-    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+    fn into_tool_result(self) -> Result<ToolResult, HandlerError> {
         Ok(ToolResult::text(self))
     }
 }
 
 impl<T: Serialize> IntoToolResult for Json<T> {
-    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+    fn into_tool_result(self) -> Result<ToolResult, HandlerError> {
         serde_json::to_value(self.0)
             .map(ToolResult::structured)
             .map_err(|e| {
-                ToolError::Protocol(RpcError::internal(format!("Tool output is not JSON: {e}")))
+                HandlerError::Protocol(RpcError::internal(format!("Tool output is not JSON: {e}")))
             })
     }
 }
 
-impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
-    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+impl<T: IntoToolResult, E: Into<HandlerError>> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> Result<ToolResult, HandlerError> {
         self.map_err(Into::into)
             .and_then(IntoToolResult::into_tool_result)
     }
@@ -100,7 +66,7 @@ impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
 pub struct NoArguments {}
 
 pub(crate) type ToolHandler = Arc<
-    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, ToolError>>
+    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, HandlerError>>
         + Send
         + Sync,
 >;
@@ -293,7 +259,9 @@ impl Tool {
             let f = Arc::clone(&f);
             Box::pin(async move {
                 let args: A = serde_json::from_value(args).map_err(|e| {
-                    ToolError::Protocol(RpcError::invalid_params(format!("Invalid arguments: {e}")))
+                    HandlerError::Protocol(RpcError::invalid_params(format!(
+                        "Invalid arguments: {e}"
+                    )))
                 })?;
                 f(args, ctx).await.into_tool_result()
             })

@@ -468,7 +468,7 @@ pub fn builder(protocols: &[&'static Dialect]) -> RuntimeBuilder {
                 .reader(|req, _ctx| async move {
                     let name = req.variables.get("name").cloned().unwrap_or_default();
                     if name == "missing" {
-                        return Err(snodo::ResourceError::NotFound);
+                        return Err(snodo::HandlerError::NotFound);
                     }
                     Ok(vec![
                         ResourceContents::text(req.uri, json!({"name": name}).to_string())

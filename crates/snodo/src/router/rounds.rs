@@ -1,0 +1,102 @@
+//! Multi round-trip requests (2026-07-28): opening a round from `inputResponses` and
+//! `requestState`, and answering `input_required`.
+
+use serde_json::{Map, Value};
+
+use super::{Call, Output, Stop};
+use crate::protocol::{Method, RpcError};
+use crate::runtime::Runtime;
+use crate::runtime::context::{ContextInit, RequestContext};
+use crate::runtime::input::{InputRequired, StateContents};
+
+/// Params only multi round-trip requests (and 2025-11-25 tasks) use.
+const ROUND_PARAMS: [&str; 3] = ["task", "inputResponses", "requestState"];
+
+impl Runtime {
+    /// Runs tools/call, prompts/get or resources/read, with multi round-trip input on
+    /// 2026-07-28.
+    pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Output {
+        let stateless = call.dialect.is_stateless();
+        if !stateless && ROUND_PARAMS.iter().any(|k| call.params.contains_key(*k)) {
+            return Err(RpcError::invalid_params(
+                "Tasks and multi-round-trip inputs are not supported",
+            ));
+        }
+        let scope = round_scope(&call, &init);
+        let contents = if stateless {
+            self.open_round(&call, &scope)?
+        } else {
+            StateContents::default()
+        };
+        let ctx = RequestContext::with_answers(init, contents.answers, contents.app.clone());
+        let outcome = match call.method {
+            Method::ToolsCall => self.call_tool(call, ctx.clone()).await,
+            Method::PromptsGet => self.get_prompt(call, ctx.clone()).await,
+            _ => self.read_resource(call, ctx.clone()).await,
+        };
+        match outcome {
+            Ok(result) => Ok(result),
+            Err(Stop::Error(e)) => Err(e),
+            Err(Stop::Input(input)) if stateless => {
+                Ok(self.input_required(&scope, ctx.answers(), contents.app, input))
+            }
+            Err(Stop::Input(_)) => Err(RpcError::internal(
+                "The handler asked for input in a way this protocol version cannot carry",
+            )),
+        }
+    }
+
+    /// Reads `inputResponses` and verifies `requestState`; the answers of this round
+    /// and earlier ones, merged.
+    fn open_round(&self, call: &Call, scope: &str) -> Result<StateContents, RpcError> {
+        let mut contents = match call.params.get("requestState") {
+            None | Some(Value::Null) => StateContents::default(),
+            Some(Value::String(s)) => self.inner.signer.open(scope, s)?,
+            Some(_) => return Err(RpcError::invalid_params("requestState must be a string")),
+        };
+        match call.params.get("inputResponses") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(responses)) => {
+                for (k, v) in responses {
+                    contents.answers.insert(k.clone(), v.clone());
+                }
+            }
+            Some(_) => return Err(RpcError::invalid_params("inputResponses must be an object")),
+        }
+        Ok(contents)
+    }
+
+    /// `{"resultType":"input_required","inputRequests":…,"requestState":…}`.
+    fn input_required(
+        &self,
+        scope: &str,
+        answers: Map<String, Value>,
+        previous_app: Option<Value>,
+        input: InputRequired,
+    ) -> Map<String, Value> {
+        let app = input.state.or(previous_app);
+        let state = self
+            .inner
+            .signer
+            .seal(scope, &StateContents { answers, app });
+        let mut out = Map::new();
+        out.insert("resultType".into(), Value::String("input_required".into()));
+        if !input.requests.is_empty() {
+            out.insert("inputRequests".into(), Value::Object(input.requests));
+        }
+        out.insert("requestState".into(), Value::String(state));
+        out
+    }
+}
+
+/// What a `requestState` is bound to: the method, its target and the caller.
+fn round_scope(call: &Call, init: &ContextInit) -> String {
+    let target = call
+        .method
+        .name_field()
+        .and_then(|f| call.params.get(f))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let principal = init.principal.as_ref().map(|p| p.id()).unwrap_or_default();
+    format!("{}\u{1f}{target}\u{1f}{principal}", call.method_name)
+}

@@ -1,0 +1,68 @@
+//! [`HandlerError`]: what a tool, prompt or resource handler returns when it does not
+//! produce its normal result.
+
+use std::fmt;
+
+use super::input::InputRequired;
+use crate::protocol::RpcError;
+
+/// Why a handler did not produce a normal result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HandlerError {
+    /// An execution failure with a readable message. A tool answers it as a result with
+    /// `isError: true` (the model can read it and try again); prompts and resources
+    /// answer `-32603` with the message.
+    Failed(String),
+    /// The addressed thing does not exist (resources: the dialect's not-found error).
+    NotFound,
+    /// A protocol error, sent as a JSON-RPC error response.
+    Protocol(RpcError),
+    /// The handler needs answers from the client first (see
+    /// [`RequestContext::ask`](super::context::RequestContext::ask)).
+    InputRequired(InputRequired),
+}
+
+impl HandlerError {
+    /// An execution failure with a readable message.
+    pub fn new(message: impl fmt::Display) -> Self {
+        Self::Failed(message.to_string())
+    }
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Failed(m) => f.write_str(m),
+            Self::NotFound => f.write_str("not found"),
+            Self::Protocol(e) => e.fmt(f),
+            Self::InputRequired(_) => f.write_str("input required"),
+        }
+    }
+}
+
+impl std::error::Error for HandlerError {}
+
+impl From<RpcError> for HandlerError {
+    fn from(e: RpcError) -> Self {
+        Self::Protocol(e)
+    }
+}
+
+impl From<InputRequired> for HandlerError {
+    fn from(i: InputRequired) -> Self {
+        Self::InputRequired(i)
+    }
+}
+
+impl From<String> for HandlerError {
+    fn from(s: String) -> Self {
+        Self::Failed(s)
+    }
+}
+
+impl From<&str> for HandlerError {
+    fn from(s: &str) -> Self {
+        Self::Failed(s.to_owned())
+    }
+}
