@@ -417,11 +417,15 @@ fn template() -> ResourceTemplate {
 pub(crate) fn runtime(
     protocols: Vec<&'static Dialect>,
     profile: Profile,
+    state_key: Option<Vec<u8>>,
 ) -> Result<Runtime, BuildError> {
-    let builder = Runtime::builder("snodo-conformance-fixture", env!("CARGO_PKG_VERSION"))
+    let mut builder = Runtime::builder("snodo-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .title("snodo conformance fixture")
         .instructions("Fixture for the official MCP conformance runner.")
         .protocols(protocols);
+    if let Some(key) = state_key {
+        builder = builder.request_state_key(key);
+    }
     match profile {
         Profile::Echo => builder.tool(echo()).build(),
         Profile::Conformance => {

@@ -19,6 +19,10 @@ use snodo::protocol::{Dialect, V2025_06_18, V2025_11_25, V2026_07_28};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Key that signs multi round-trip requestState; give every instance of a deployment
+    /// the same key (default: random per process).
+    #[arg(long, env = "SNODO_STATE_KEY", global = true, hide_env_values = true)]
+    state_key: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -80,6 +84,7 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
 }
 
 async fn run(cli: Cli) -> Result<(), String> {
+    let key = cli.state_key.map(String::into_bytes);
     let (runtime, addr, banner) = match cli.command {
         Command::Serve { addr, root, legacy } => {
             let root = match root {
@@ -92,7 +97,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 vec![&V2026_07_28]
             };
-            let runtime = demo::runtime(&root, protocols)?;
+            let runtime = demo::runtime(&root, protocols, key)?;
             (
                 runtime,
                 addr,
@@ -105,7 +110,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             profile,
         } => {
             let runtime =
-                fixture::runtime(dialects(&protocols)?, profile).map_err(|e| e.to_string())?;
+                fixture::runtime(dialects(&protocols)?, profile, key).map_err(|e| e.to_string())?;
             (
                 runtime,
                 addr,

@@ -56,7 +56,11 @@ fn complete_path(root: &Root, req: &CompletionRequest) -> Vec<String> {
 }
 
 /// Builds the demo runtime over `dir`.
-pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Runtime, String> {
+pub(crate) fn runtime(
+    dir: &Path,
+    protocols: Vec<&'static Dialect>,
+    state_key: Option<Vec<u8>>,
+) -> Result<Runtime, String> {
     let root = Root::new(dir).map_err(|e| format!("cannot serve {}: {e}", dir.display()))?;
     let base = root.base_uri();
 
@@ -169,7 +173,11 @@ pub(crate) fn runtime(dir: &Path, protocols: Vec<&'static Dialect>) -> Result<Ru
             })
     };
 
-    Runtime::builder("snodo-demo", env!("CARGO_PKG_VERSION"))
+    let mut builder = Runtime::builder("snodo-demo", env!("CARGO_PKG_VERSION"));
+    if let Some(key) = state_key {
+        builder = builder.request_state_key(key);
+    }
+    builder
         .title("snodo folder server")
         .description("Serves one folder read-only: files as resources, text search, review prompts")
         .instructions("Use resources/list to browse files, the search tool to find text, and the review_file prompt to review a file.")
