@@ -418,10 +418,12 @@ pub(crate) fn runtime(
     protocols: Vec<&'static Dialect>,
     profile: Profile,
     state_key: Option<Vec<u8>>,
+    page_size: usize,
 ) -> Result<Runtime, BuildError> {
     let mut builder = Runtime::builder("snodo-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .title("snodo conformance fixture")
         .instructions("Fixture for the official MCP conformance runner.")
+        .page_size(page_size)
         .protocols(protocols);
     if let Some(key) = state_key {
         builder = builder.request_state_key(key);

@@ -23,6 +23,9 @@ struct Cli {
     /// the same key (default: random per process).
     #[arg(long, env = "SNODO_STATE_KEY", global = true, hide_env_values = true)]
     state_key: Option<String>,
+    /// Number of worker threads (default: one per core).
+    #[arg(long, global = true)]
+    workers: Option<usize>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -54,6 +57,9 @@ enum Command {
         /// Which components to serve.
         #[arg(long, value_enum, default_value_t = Profile::Conformance)]
         profile: Profile,
+        /// Items per list page.
+        #[arg(long, default_value_t = 100)]
+        page_size: usize,
     },
 }
 
