@@ -114,9 +114,10 @@ async fn run(cli: Cli) -> Result<(), String> {
             addr,
             protocols,
             profile,
+            page_size,
         } => {
-            let runtime =
-                fixture::runtime(dialects(&protocols)?, profile, key).map_err(|e| e.to_string())?;
+            let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size)
+                .map_err(|e| e.to_string())?;
             (
                 runtime,
                 addr,
