@@ -13,3 +13,6 @@ mod modern;
 
 #[path = "wire/legacy.rs"]
 mod legacy;
+
+#[path = "wire/streams.rs"]
+mod streams;

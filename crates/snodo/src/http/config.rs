@@ -1,13 +1,17 @@
 //! HTTP transport settings.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+use super::auth::Authenticator;
 
 /// Host names that loopback servers accept by default.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// Settings of the Streamable HTTP transport. Defaults are safe for a server bound to
 /// loopback: Host and Origin must name a loopback host.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// Host names (without port) the `Host` header may carry. `None` disables the check
@@ -20,6 +24,40 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments on streamed responses.
     pub keep_alive: Duration,
+    /// A request still silent after this long switches its answer to SSE and sends
+    /// keep-alive comments, so that a client that went away is noticed (and its request
+    /// cancelled). `None` keeps silent requests on plain JSON.
+    pub disconnect_probe: Option<Duration>,
+    /// Requests executing at once; more wait in the queue.
+    pub max_concurrent: usize,
+    /// Requests waiting for an execution slot; beyond, 503 with `Retry-After`.
+    pub max_queued: usize,
+    /// Deadline of one request, queueing included (then `-32603`, HTTP 504, and the
+    /// handler is cancelled).
+    pub request_timeout: Duration,
+    /// Open connections at once; further connections wait to be accepted.
+    pub max_connections: usize,
+    /// Time a client has to send the request head (slow-header protection).
+    pub header_read_timeout: Duration,
+    /// Most request headers (431 beyond).
+    pub max_headers: usize,
+    /// Identifies the caller of every request (none: every caller is anonymous).
+    pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("disconnect_probe", &self.disconnect_probe)
+            .field("max_concurrent", &self.max_concurrent)
+            .field("max_queued", &self.max_queued)
+            .field("request_timeout", &self.request_timeout)
+            .field("authenticator", &self.authenticator.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for HttpConfig {
@@ -30,6 +68,14 @@ impl Default for HttpConfig {
             allowed_origins: loopback,
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            disconnect_probe: Some(Duration::from_secs(5)),
+            max_concurrent: 256,
+            max_queued: 1024,
+            request_timeout: Duration::from_secs(120),
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            max_headers: 100,
+            authenticator: None,
         }
     }
 }
@@ -49,6 +95,37 @@ impl HttpConfig {
     #[must_use]
     pub fn any_host(mut self) -> Self {
         self.allowed_hosts = None;
+        self
+    }
+
+    /// Authenticates every request with `authenticator`.
+    #[must_use]
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// Sets the execution bounds: concurrent executions and queued requests.
+    #[must_use]
+    pub fn execution_limits(mut self, max_concurrent: usize, max_queued: usize) -> Self {
+        self.max_concurrent = max_concurrent;
+        self.max_queued = max_queued;
+        self
+    }
+
+    /// Sets how long a silent request waits before switching to SSE keep-alives
+    /// (`None`: never), and the keep-alive interval.
+    #[must_use]
+    pub fn disconnect_probe(mut self, after: Option<Duration>, keep_alive: Duration) -> Self {
+        self.disconnect_probe = after;
+        self.keep_alive = keep_alive;
+        self
+    }
+
+    /// Sets the per-request deadline.
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
         self
     }
 

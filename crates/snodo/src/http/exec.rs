@@ -1,55 +1,80 @@
-//! Running one admitted request: a JSON response when nothing is streamed, or an SSE
-//! response from the first notification on (notifications in order, then the final
-//! response, then the stream closes).
+//! Running one admitted request.
+//!
+//! The answer is JSON when nothing is streamed, or SSE from the first notification on
+//! (notifications in order, then the final response, then the stream closes). Every
+//! execution has a cancellation token, cancelled when the client disconnects, when its
+//! principal sends `notifications/cancelled`, when the deadline passes or when the
+//! server shuts down. A cancelled request sends no result.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::body::Body;
-use super::config::HttpConfig;
+use super::inflight::InFlight;
 use super::response;
+use super::service::Shared;
 use crate::protocol::jsonrpc::{error_message, result_message};
-use crate::protocol::{Dialect, RequestId, RpcError};
-use crate::router::Call;
+use crate::protocol::{Dialect, RequestId};
+use crate::router::{Call, Output};
 use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal};
 
 /// Queue depth between a handler and its response stream.
 const STREAM_DEPTH: usize = 32;
 
+/// How long a cancelled handler may keep running to observe its cancellation.
+const CANCEL_GRACE: Duration = Duration::from_millis(250);
+
+/// How an execution ended.
+enum Ended {
+    Done(Output),
+    Cancelled,
+    TimedOut,
+}
+
 /// The final JSON-RPC message and the HTTP status it would have on its own.
-fn final_message(
-    dialect: &Dialect,
-    id: &RequestId,
-    out: Result<Map<String, Value>, RpcError>,
-) -> (StatusCode, Bytes) {
-    match out {
-        Ok(result) => {
+fn final_message(dialect: &Dialect, id: &RequestId, ended: Ended) -> Option<(StatusCode, Bytes)> {
+    match ended {
+        Ended::Done(Ok(result)) => {
             let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".to_owned());
-            (StatusCode::OK, result_message(id, &json))
+            Some((StatusCode::OK, result_message(id, &json)))
         }
-        Err(e) => {
+        Ended::Done(Err(e)) => {
             let status = if dialect.errors_in_band() {
                 StatusCode::OK
             } else {
                 e.code().http_status()
             };
-            (status, error_message(Some(id), &e))
+            Some((status, error_message(Some(id), &e)))
         }
+        Ended::TimedOut => Some((
+            StatusCode::GATEWAY_TIMEOUT,
+            error_message(Some(id), &response::timeout_error()),
+        )),
+        Ended::Cancelled => None,
     }
 }
 
 /// Executes `call` and answers it.
 pub(crate) async fn execute(
-    runtime: Runtime,
-    config: &HttpConfig,
+    shared: &Arc<Shared>,
     id: RequestId,
     call: Call,
     principal: Option<Principal>,
 ) -> Response<Body> {
+    let deadline = Instant::now() + shared.config.request_timeout;
+    let slot = match tokio::time::timeout_at(deadline, shared.gate.enter()).await {
+        Ok(Ok(slot)) => slot,
+        Ok(Err(_)) => return response::overloaded(&id),
+        Err(_) => return response::timed_out(&id),
+    };
+    let runtime = &shared.runtime;
     let dialect = call.dialect;
     let log_threshold = if dialect.is_stateless() {
         call.meta.log_level
@@ -66,10 +91,11 @@ pub(crate) async fn execute(
     };
     let streams =
         call.meta.progress_token.is_some() || log_threshold.is_some() || server_requests.is_some();
-    let cancel = CancellationToken::new();
+    let cancel = shared.root.child_token();
     // Dropping this future (the client went away) cancels the execution.
     let guard = cancel.clone().drop_guard();
-    let (tx, rx) = if streams {
+    let registration = InFlight::register(&shared.inflight, principal.as_ref(), &id, &cancel);
+    let (tx, mut rx) = if streams {
         let (tx, rx) = mpsc::channel(STREAM_DEPTH);
         (Some(tx), Some(rx))
     } else {
@@ -85,26 +111,19 @@ pub(crate) async fn execute(
         log_threshold,
         server_requests,
     };
-    let mut work = {
-        let runtime = runtime.clone();
-        Box::pin(async move { runtime.dispatch(call, init).await })
-    };
-    let Some(mut rx) = rx else {
-        let out = work.await;
-        guard.disarm();
-        let (status, body) = final_message(dialect, &id, out);
-        return response::json(status, body);
-    };
+    let keep_alive = shared.config.keep_alive;
+    let probe = shared.config.disconnect_probe;
+    let mut work = Box::pin(run(runtime.clone(), call, init, cancel.clone(), deadline));
 
     let first = tokio::select! {
         biased;
-        out = &mut work => {
+        ended = &mut work => {
             guard.disarm();
-            let mut pending = Vec::new();
-            while let Ok(m) = rx.try_recv() {
-                pending.push(m);
-            }
-            let (status, body) = final_message(dialect, &id, out);
+            drop((registration, slot));
+            let pending: Vec<Bytes> = rx.as_mut().map(drain).unwrap_or_default();
+            let Some((status, body)) = final_message(dialect, &id, ended) else {
+                return response::cancelled();
+            };
             if pending.is_empty() {
                 return response::json(status, body);
             }
@@ -115,44 +134,117 @@ pub(crate) async fn execute(
             }
             return response::event_stream(Body::stream(body_rx));
         }
-        Some(first) = rx.recv() => first,
+        Some(first) = next_message(&mut rx) => response::sse_frame(&first),
+        () = sleep_or_never(probe) => response::sse_keepalive(),
     };
 
-    // From the first notification on, the response is an event stream fed by a task.
+    // From here on the response is an event stream fed by a task that owns the
+    // execution (its slot, its registration and its cancellation guard).
     let (body_tx, body_rx) = mpsc::channel(STREAM_DEPTH);
-    let keep_alive = config.keep_alive;
-    let _ = body_tx.try_send(response::sse_frame(&first));
+    let _ = body_tx.try_send(first);
     tokio::spawn(async move {
-        let guard = guard;
-        let mut ticker = tokio::time::interval(keep_alive);
-        ticker.tick().await;
+        let _held = (registration, slot);
+        let mut ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
-            tokio::select! {
+            let client_gone = tokio::select! {
                 biased;
-                Some(m) = rx.recv() => {
-                    if body_tx.send(response::sse_frame(&m)).await.is_err() {
-                        return; // client gone: the guard cancels the work
+                Some(m) = next_message(&mut rx) => body_tx.send(response::sse_frame(&m)).await.is_err(),
+                ended = &mut work => {
+                    for m in rx.as_mut().map(drain).unwrap_or_default() {
+                        let _ = body_tx.send(response::sse_frame(&m)).await;
                     }
-                }
-                out = &mut work => {
-                    while let Ok(m) = rx.try_recv() {
-                        if body_tx.send(response::sse_frame(&m)).await.is_err() {
-                            return;
-                        }
+                    if let Some((_, body)) = final_message(dialect, &id, ended) {
+                        let _ = body_tx.send(response::sse_frame(&body)).await;
                     }
-                    let (_, body) = final_message(dialect, &id, out);
-                    let _ = body_tx.send(response::sse_frame(&body)).await;
                     guard.disarm();
                     return;
                 }
-                () = body_tx.closed() => return,
-                _ = ticker.tick() => {
-                    if body_tx.send(response::sse_keepalive()).await.is_err() {
-                        return;
-                    }
-                }
+                () = body_tx.closed() => true,
+                _ = ticker.tick() => body_tx.send(response::sse_keepalive()).await.is_err(),
+            };
+            if client_gone {
+                // The client went away: cancel, and let the handler wind down.
+                cancel.cancel();
+                let _ = work.await;
+                guard.disarm();
+                return;
             }
         }
     });
     response::event_stream(Body::stream(body_rx))
+}
+
+/// Runs the handler until it finishes, is cancelled or misses its deadline. A cancelled
+/// handler gets a short grace period to observe its token and wind down.
+async fn run(
+    runtime: Runtime,
+    call: Call,
+    init: ContextInit,
+    cancel: CancellationToken,
+    deadline: Instant,
+) -> Ended {
+    let mut dispatch = Box::pin(runtime.dispatch(call, init));
+    let ended = tokio::select! {
+        biased;
+        () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
+        () = cancel.cancelled() => Ended::Cancelled,
+        out = &mut dispatch => Ended::Done(out),
+    };
+    if !matches!(ended, Ended::Done(_)) {
+        cancel.cancel();
+        let _ = tokio::time::timeout(CANCEL_GRACE, &mut dispatch).await;
+    }
+    ended
+}
+
+/// The next message of an optional stream (pending forever without one).
+async fn next_message(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps `d`, or forever when `None`.
+async fn sleep_or_never(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn drain(rx: &mut mpsc::Receiver<Bytes>) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        out.push(m);
+    }
+    out
+}
+
+/// Cancels the caller's in-flight request named by a `notifications/cancelled`.
+pub(crate) fn cancel_by_notification(
+    shared: &Shared,
+    principal: Option<&Principal>,
+    params: Option<&serde_json::value::RawValue>,
+) {
+    #[derive(serde::Deserialize)]
+    struct Cancelled {
+        #[serde(rename = "requestId")]
+        request_id: RequestId,
+        #[serde(default)]
+        reason: Option<String>,
+    }
+    let (Some(principal), Some(params)) = (principal, params) else {
+        return;
+    };
+    // Malformed cancellations (e.g. a non-string reason) are ignored.
+    if let Ok(c) = serde_json::from_str::<Cancelled>(params.get()) {
+        let _ = c.reason;
+        shared.inflight.cancel(principal, &c.request_id);
+    }
+}
+
+/// Cancels every execution (after the shutdown drain period).
+pub(crate) fn cancel_all(root: &CancellationToken) {
+    root.cancel();
 }

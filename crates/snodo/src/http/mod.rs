@@ -1,14 +1,18 @@
 //! Streamable HTTP transport: admission, dialect selection, JSON and SSE responses.
 
 mod admission;
+mod auth;
 mod body;
 mod config;
 mod exec;
+mod gate;
+mod inflight;
 mod response;
 mod select;
 mod serve;
 mod service;
 
+pub use auth::{AuthRejection, Authenticator, BearerTokens};
 pub use body::Body;
 pub use config::{HttpConfig, LOOPBACK_HOSTS};
 pub use serve::{ENDPOINT_PATH, HEALTH_PATH, ServeError, Server, serve, shutdown_signal};

@@ -127,3 +127,51 @@ pub(crate) fn sse_frame(message: &[u8]) -> Bytes {
 pub(crate) fn sse_keepalive() -> Bytes {
     Bytes::from_static(b": keep-alive\n\n")
 }
+
+/// 401 or 403 from the application's authenticator.
+pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<Body> {
+    use super::auth::AuthRejection;
+    let (status, challenge, message) = match rejection {
+        AuthRejection::Unauthorized { www_authenticate } => (
+            StatusCode::UNAUTHORIZED,
+            Some(www_authenticate.as_str()),
+            "Unauthorized",
+        ),
+        AuthRejection::Forbidden { www_authenticate } => (
+            StatusCode::FORBIDDEN,
+            www_authenticate.as_deref(),
+            "Forbidden",
+        ),
+    };
+    let mut r = http_error(status, message);
+    if let Some(v) = challenge.and_then(|c| HeaderValue::from_str(c).ok()) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// 503 with `Retry-After`: every execution slot is busy and the queue is full.
+pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
+    let error = RpcError::internal("Server overloaded: too many requests in flight; retry later");
+    let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), &error);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// The error of a request whose deadline passed.
+pub(crate) fn timeout_error() -> RpcError {
+    RpcError::internal("Request execution timed out")
+}
+
+/// 504: the request's deadline passed before it finished.
+pub(crate) fn timed_out(id: &RequestId) -> Response<Body> {
+    rpc_error(StatusCode::GATEWAY_TIMEOUT, Some(id), &timeout_error())
+}
+
+/// 204: the request was cancelled; it gets no result.
+pub(crate) fn cancelled() -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    r
+}

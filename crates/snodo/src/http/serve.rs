@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -79,9 +79,24 @@ impl Server {
     /// connections for up to the drain timeout.
     pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
         let graceful = GracefulShutdown::new();
-        let builder = auto::Builder::new(TokioExecutor::new());
+        let cfg = self.service.config();
+        let connections =
+            std::sync::Arc::new(tokio::sync::Semaphore::new(cfg.max_connections.max(1)));
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(cfg.header_read_timeout)
+            .max_headers(cfg.max_headers);
         tokio::pin!(shutdown);
         loop {
+            let permit = tokio::select! {
+                p = std::sync::Arc::clone(&connections).acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => break,
+                },
+                () = &mut shutdown => break,
+            };
             let (stream, _peer) = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok(a) => a,
@@ -114,6 +129,7 @@ impl Server {
                 if let Err(e) = conn.await {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
+                drop(permit);
             });
         }
         drop(self.listener);
@@ -121,7 +137,10 @@ impl Server {
             .await
             .is_err()
         {
-            tracing::warn!("shutdown: in-flight requests did not finish within the drain timeout");
+            tracing::warn!(
+                "shutdown: in-flight requests did not finish within the drain timeout; cancelling them"
+            );
+            self.service.cancel_all();
         }
         Ok(())
     }

@@ -9,23 +9,37 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
 
 use super::admission;
 use super::body::Body;
 use super::config::HttpConfig;
 use super::exec;
+use super::gate::Gate;
+use super::inflight::InFlight;
 use super::response;
 use super::select::{self, Rejection};
-use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::Incoming;
+use crate::protocol::{Method, RequestId};
 use crate::runtime::Runtime;
+
+/// What every request of one endpoint shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) runtime: Runtime,
+    pub(crate) config: HttpConfig,
+    pub(crate) gate: Gate,
+    pub(crate) inflight: Arc<InFlight>,
+    /// Parent of every execution's cancellation token.
+    pub(crate) root: CancellationToken,
+}
 
 /// The Streamable HTTP MCP endpoint. Mount it at `/mcp` in any tower/hyper/axum stack;
 /// it keeps no per-client state, so any number of instances can serve the same clients.
 #[derive(Clone, Debug)]
 pub struct McpService {
-    runtime: Runtime,
-    config: Arc<HttpConfig>,
+    shared: Arc<Shared>,
 }
 
 impl McpService {
@@ -38,16 +52,29 @@ impl McpService {
     /// The endpoint with explicit settings.
     #[must_use]
     pub fn with_config(runtime: Runtime, config: HttpConfig) -> Self {
-        Self {
+        let gate = Gate::new(config.max_concurrent, config.max_queued);
+        let shared = Shared {
             runtime,
-            config: Arc::new(config),
+            config,
+            gate,
+            inflight: Arc::new(InFlight::default()),
+            root: CancellationToken::new(),
+        };
+        Self {
+            shared: Arc::new(shared),
         }
     }
 
     /// The settings.
     #[must_use]
     pub fn config(&self) -> &HttpConfig {
-        &self.config
+        &self.shared.config
+    }
+
+    /// Cancels every request still executing (the server does this after the shutdown
+    /// drain period).
+    pub fn cancel_all(&self) {
+        exec::cancel_all(&self.shared.root);
     }
 
     /// Answers one HTTP request.
@@ -68,7 +95,7 @@ impl McpService {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let cfg = &*self.config;
+        let cfg = &self.shared.config;
         if req.method() != HttpMethod::POST {
             return Err(response::method_not_allowed());
         }
@@ -77,15 +104,22 @@ impl McpService {
             .and_then(|()| admission::check_content_type(&parts.headers))
             .and_then(|()| admission::check_accept(&parts.headers))
             .map_err(admission::Refused::response)?;
-        if let Some(len) = parts.headers.get(http::header::CONTENT_LENGTH) {
-            if len
-                .to_str()
-                .ok()
-                .and_then(|l| l.parse::<usize>().ok())
-                .is_some_and(|l| l > cfg.max_body_bytes)
-            {
-                return Err(response::payload_too_large());
-            }
+        let principal = match &cfg.authenticator {
+            None => None,
+            Some(auth) => auth
+                .authenticate(&parts)
+                .await
+                .map_err(|r| response::auth_rejected(&r))?,
+        };
+        let declared = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok());
+        if declared
+            .and_then(|l| l.parse::<usize>().ok())
+            .is_some_and(|l| l > cfg.max_body_bytes)
+        {
+            return Err(response::payload_too_large());
         }
         let bytes: Bytes = match Limited::new(body, cfg.max_body_bytes).collect().await {
             Ok(c) => c.to_bytes(),
@@ -95,15 +129,18 @@ impl McpService {
             Err(_) => return Err(response::bad_body()),
         };
         let incoming = Incoming::parse(&bytes).map_err(|e| reject(Rejection::admission(e)))?;
-        let runtime = &self.runtime;
+        let runtime = &self.shared.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
                     .map_err(reject)?;
-                Ok(exec::execute(runtime.clone(), cfg, id, call, None).await)
+                Ok(exec::execute(&self.shared, id, call, principal).await)
             }
-            Incoming::Notification { .. } => {
+            Incoming::Notification { method, params } => {
                 select::admit_notification(runtime, &parts.headers).map_err(reject)?;
+                if Method::parse(&method) == Method::Cancelled {
+                    exec::cancel_by_notification(&self.shared, principal.as_ref(), params);
+                }
                 Ok(response::accepted())
             }
             Incoming::Response { id, result, error } => {
@@ -111,7 +148,7 @@ impl McpService {
                 // An answer to a server-to-client request: route it by its id. Unknown ids
                 // (answered late, or meant for another instance) are dropped.
                 if let Some(RequestId::String(id)) = id {
-                    let parse = |raw: Option<&serde_json::value::RawValue>| {
+                    let parse = |raw: Option<&RawValue>| {
                         raw.and_then(|r| serde_json::from_str(r.get()).ok())
                             .unwrap_or_default()
                     };

@@ -19,19 +19,42 @@ use crate::protocol::jsonrpc::{notification_message, request_message};
 use crate::protocol::{Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
 
 /// The authenticated caller of a request, as the application's authenticator named it.
+///
+/// Its identifier scopes cancellation (a principal can only cancel its own requests)
+/// and `requestState`. An optional cancellation scope separates request-id namespaces
+/// of peers that share a principal (e.g. one value per client instance).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Principal(Arc<str>);
+pub struct Principal {
+    id: Arc<str>,
+    scope: Option<Arc<str>>,
+}
 
 impl Principal {
     /// A principal with this identifier.
     pub fn new(id: impl Into<Arc<str>>) -> Self {
-        Self(id.into())
+        Self {
+            id: id.into(),
+            scope: None,
+        }
+    }
+
+    /// Sets the cancellation scope: requests are cancellable by id only within it.
+    #[must_use]
+    pub fn with_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+        self.scope = Some(scope.into());
+        self
     }
 
     /// The identifier.
     #[must_use]
     pub fn id(&self) -> &str {
-        &self.0
+        &self.id
+    }
+
+    /// The cancellation scope, if any.
+    #[must_use]
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
     }
 }
 

@@ -26,7 +26,7 @@ const LEGACY: [&str; 2] = [V25, V06];
 const REVERSED: [&Dialect; 3] = [&V2026_07_28, &V2025_06_18, &V2025_11_25];
 
 /// Every tool of the fixture, in registration order.
-const ALL_TOOLS: [&str; 8] = [
+const ALL_TOOLS: [&str; 10] = [
     "echo",
     "structured",
     "failing",
@@ -34,16 +34,20 @@ const ALL_TOOLS: [&str; 8] = [
     "panics",
     "progress",
     "regional",
+    "wait",
+    "caller",
     "logs",
 ];
 /// What an initialize-era client may see: everything but the array-output tool.
-const LEGACY_TOOLS: [&str; 7] = [
+const LEGACY_TOOLS: [&str; 9] = [
     "echo",
     "structured",
     "failing",
     "panics",
     "progress",
     "regional",
+    "wait",
+    "caller",
     "logs",
 ];
 

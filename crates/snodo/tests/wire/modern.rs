@@ -369,6 +369,8 @@ async fn tools_list_and_calls() {
             "panics",
             "progress",
             "regional",
+            "wait",
+            "caller",
             "logs"
         ]
     );
@@ -524,8 +526,8 @@ async fn pagination_uses_stateless_scoped_cursors() {
         )
         .await
         .result();
-    assert_eq!(p3["tools"].as_array().unwrap().len(), 2);
-    assert!(p3.get("nextCursor").is_none());
+    assert_eq!(p3["tools"].as_array().unwrap().len(), 3);
+    assert!(p3.get("nextCursor").is_some());
     for forged in [json!("c1.AAAA"), json!("garbage"), json!(7)] {
         let r = s
             .modern(json!(4), "tools/list", json!({"cursor": forged}), json!({}))

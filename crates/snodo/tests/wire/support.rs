@@ -61,6 +61,13 @@ impl TestServer {
         }
     }
 
+    /// Asks the server to shut down gracefully (stop accepting, drain, then cancel).
+    pub fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+
     /// Sends `raw` (a literal HTTP/1.1 request; `{host}` is replaced by the address).
     pub async fn raw(&self, raw: &str) -> Reply {
         send(self.addr, &raw.replace("{host}", &self.addr.to_string())).await
@@ -351,6 +358,31 @@ pub struct EchoArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+pub struct WaitArgs {
+    /// A name the test uses to observe this call.
+    pub tag: String,
+    /// How long to work, in milliseconds.
+    pub ms: u64,
+}
+
+/// Tags of `wait` calls whose handler saw its cancellation.
+pub fn cancelled_tags() -> &'static Mutex<Vec<String>> {
+    static TAGS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    TAGS.get_or_init(Default::default)
+}
+
+/// Polls until `tag` was cancelled (up to 3 s).
+pub async fn saw_cancellation(tag: &str) -> bool {
+    for _ in 0..60 {
+        if cancelled_tags().lock().unwrap().iter().any(|t| t == tag) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[derive(Deserialize, JsonSchema)]
 pub struct StructuredArgs {
     /// Value to return as structured content.
     pub value: Value,
@@ -418,6 +450,22 @@ pub fn builder(protocols: &[&'static Dialect]) -> RuntimeBuilder {
                     "count":{"type":"integer","x-mcp-header":"Count"}}}))
                 .raw_handler(|args, _ctx| async move { ToolResult::text(args.to_string()) }),
         )
+        .tool(
+            Tool::new("wait")
+                .description("Works for ms milliseconds, watching cancellation")
+                .handler(|a: WaitArgs, ctx| async move {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(a.ms)) => ToolResult::text(format!("waited {}", a.ms)),
+                        () = ctx.cancellation().cancelled() => {
+                            cancelled_tags().lock().unwrap().push(a.tag);
+                            ToolResult::text("cancelled")
+                        }
+                    }
+                }),
+        )
+        .tool(Tool::new("caller").description("Names the caller").handler(|_: NoArguments, ctx| async move {
+            ToolResult::text(ctx.principal().map_or("anonymous".to_owned(), |p| p.id().to_owned()))
+        }))
         .tool(
             Tool::new("logs")
                 .description("Logs at every level")

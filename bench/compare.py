@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Ratios of snodo to the floor and to rmcp from bench.sh OUT lines (issue 8).
+
+Usage: bench/compare.py RUNS.jsonl [--ours snodo] [--floor floor-hyper] [--rmcp rmcp-cached]
+
+Reads the JSON lines the shared kit's bench.sh appends (OUT=), groups them by
+(server, proto, op, conns), takes medians over repetitions and prints:
+  - per (proto, op): server CPU per request at c=32 (us, = 1e6 / requests per server
+    CPU-second), throughput per core (req/s at c=32, the server pinned to one core),
+    one-at-a-time p50 (c=1), each with our ratio to the floor and to rmcp
+    (ours / theirs: < 1 is better for CPU and latency, > 1 is better for throughput);
+  - memory: peak RSS with 32 and 256 connections;
+  - the issue-8 targets, met or not;
+  - every non-2xx response or socket error seen.
+"""
+import argparse
+import json
+import statistics
+from collections import defaultdict
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(v, digits=1):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def ratio(a, b):
+    return None if a is None or b in (None, 0) else a / b
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs")
+    ap.add_argument("--ours", default="snodo")
+    ap.add_argument("--floor", default="floor-hyper")
+    ap.add_argument("--rmcp", default="rmcp-cached")
+    a = ap.parse_args()
+
+    cells = defaultdict(list)
+    with open(a.runs) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                r = json.loads(line)
+                cells[(r["name"], r["proto"], r["scenario"], int(r["conns"]))].append(r)
+
+    def stat(name, proto, sc, c, field):
+        rs = cells.get((name, proto, sc, c), [])
+        if field == "cpu_us":
+            vals = [1e6 / num(r["req_per_cpu_s"]) for r in rs if num(r["req_per_cpu_s"])]
+        elif field == "rss_peak_mib":
+            vals = [num(r["rss_peak_kb"]) / 1024 for r in rs]
+        else:
+            vals = [num(r[field]) for r in rs]
+        vals = [v for v in vals if v is not None]
+        return (med(vals), min(vals) if vals else None, max(vals) if vals else None, len(vals))
+
+    servers = [a.ours, a.floor, a.rmcp]
+    protos = ["2026-07-28", "2025-11-25"]
+    ops = [("call", "tools/call"), ("list", "tools/list")]
+    reps = max((len(v) for v in cells.values()), default=0)
+
+    print(f"## snodo vs floor-hyper vs rmcp (medians of {reps} run(s); ratio = {a.ours} / other)")
+    print()
+    hdr = ("| proto | op | server | us CPU/req c=32 (min-max) | x floor | x rmcp "
+           "| req/s c=32 (1 core) | x floor | x rmcp | p50 c=1 ms | x floor | x rmcp | srvCPU c=32 |")
+    print(hdr)
+    print("|" + "---|" * (hdr.count("|") - 1))
+    res = {}
+    for proto in protos:
+        for sc, op in ops:
+            for s in servers:
+                cpu, lo, hi, n = stat(s, proto, sc, 32, "cpu_us")
+                rps = stat(s, proto, sc, 32, "rps")[0]
+                p50 = stat(s, proto, sc, 1, "p50_ms")[0]
+                load = stat(s, proto, sc, 32, "server_cpu")[0]
+                res[(s, proto, sc)] = (cpu, rps, p50)
+            f_cpu, f_rps, f_p50 = res[(a.floor, proto, sc)]
+            r_cpu, r_rps, r_p50 = res[(a.rmcp, proto, sc)]
+            for s in servers:
+                cpu, lo, hi, n = stat(s, proto, sc, 32, "cpu_us")
+                _, rps, p50 = res[(s, proto, sc)]
+                load = stat(s, proto, sc, 32, "server_cpu")[0]
+                if cpu is None and rps is None:
+                    continue
+                ours = s == a.ours
+                cells_ = [
+                    proto, op, f"**{s}**" if ours else s,
+                    f"{fmt(cpu)} ({fmt(lo)}-{fmt(hi)})",
+                    fmt(ratio(cpu, f_cpu), 2) if ours else "",
+                    fmt(ratio(cpu, r_cpu), 2) if ours else "",
+                    fmt(rps, 0),
+                    fmt(ratio(rps, f_rps), 2) if ours else "",
+                    fmt(ratio(rps, r_rps), 2) if ours else "",
+                    fmt(p50, 3),
+                    fmt(ratio(p50, f_p50), 2) if ours else "",
+                    fmt(ratio(p50, r_p50), 2) if ours else "",
+                    fmt(load, 2),
+                ]
+                print("| " + " | ".join(cells_) + " |")
+    print()
+
+    print("| server | RSS peak MiB, c=32 (max over cells) | RSS peak MiB, c=256 tools/call 2026-07-28 | req/s c=256 | p99 ms c=256 |")
+    print("|---|---|---|---|---|")
+    mem = {}
+    for s in servers:
+        m32 = [stat(s, p, sc, 32, "rss_peak_mib")[0] for p in protos for sc, _ in ops]
+        m32 = max([m for m in m32 if m is not None], default=None)
+        m256 = stat(s, "2026-07-28", "call", 256, "rss_peak_mib")[0]
+        mem[s] = (m32, m256)
+        print(f"| {s} | {fmt(m32)} | {fmt(m256)} | {fmt(stat(s, '2026-07-28', 'call', 256, 'rps')[0], 0)} "
+              f"| {fmt(stat(s, '2026-07-28', 'call', 256, 'p99_ms')[0], 2)} |")
+    print()
+
+    print("### issue-8 targets")
+    checks = []
+    for proto in protos:
+        for sc, op in ops:
+            cpu, rps, p50 = res[(a.ours, proto, sc)]
+            f_cpu, f_rps, f_p50 = res[(a.floor, proto, sc)]
+            _, r_rps, _ = res[(a.rmcp, proto, sc)]
+            checks.append((f"CPU/req {op} {proto} <= 1.5x floor", ratio(cpu, f_cpu), lambda x: x <= 1.5))
+            checks.append((f"req/s per core {op} {proto} >= 2.5x rmcp", ratio(rps, r_rps), lambda x: x >= 2.5))
+            checks.append((f"p50 c=1 {op} {proto} <= 1.3x floor", ratio(p50, f_p50), lambda x: x <= 1.3))
+    for sc, op in ops:
+        m = res[(a.ours, "2026-07-28", sc)][0]
+        l = res[(a.ours, "2025-11-25", sc)][0]
+        checks.append((f"legacy CPU/req {op} within 10% of 2026-07-28 (legacy/modern)", ratio(l, m),
+                       lambda x: 0.9 <= x <= 1.1))
+    checks.append(("RSS c=32 <= 6 MiB", mem[a.ours][0], lambda x: x <= 6))
+    checks.append(("RSS c=256 <= 12 MiB", mem[a.ours][1], lambda x: x <= 12))
+    for label, v, ok in checks:
+        verdict = "n/a" if v is None else ("met" if ok(v) else "NOT met")
+        print(f"- {label}: {fmt(v, 2)} -> {verdict}")
+    print()
+
+    bad = [(k, r) for k, rs in cells.items() for r in rs
+           if int(r.get("non2xx", 0)) or int(r.get("socket_errors", 0))]
+    if bad:
+        print("### errors under load")
+        for (name, proto, sc, c), r in bad:
+            print(f"- {name} {proto} {sc} c={c}: non-2xx={r['non2xx']} socket errors={r['socket_errors']}")
+    else:
+        print("No non-2xx responses and no socket errors in any cell.")
+    steal = [num(r.get("host_steal_pct")) for rs in cells.values() for r in rs]
+    steal = [s for s in steal if s is not None]
+    if steal:
+        print(f"Host steal during cells: median {statistics.median(steal):.1f} %, max {max(steal):.1f} %.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
