@@ -26,6 +26,13 @@ struct Cli {
     /// Number of worker threads (default: one per core).
     #[arg(long, global = true)]
     workers: Option<usize>,
+    /// A host name clients may use in Host and Origin (repeatable; replaces the
+    /// loopback defaults). Needed to listen on a non-loopback address.
+    #[arg(long = "allow-host", global = true)]
+    allow_hosts: Vec<String>,
+    /// Do not check Host (behind a proxy that checks it); Origin is still checked.
+    #[arg(long, global = true)]
+    any_host: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -91,6 +98,13 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
 
 async fn run(cli: Cli) -> Result<(), String> {
     let key = cli.state_key.map(String::into_bytes);
+    let mut config = HttpConfig::default();
+    if !cli.allow_hosts.is_empty() {
+        config = config.allow_hosts(cli.allow_hosts);
+    }
+    if cli.any_host {
+        config = config.any_host();
+    }
     let (runtime, addr, banner) = match cli.command {
         Command::Serve { addr, root, legacy } => {
             let root = match root {
@@ -125,7 +139,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             )
         }
     };
-    let server = Server::bind(runtime.clone(), addr, HttpConfig::default())
+    let server = Server::bind(runtime.clone(), addr, config)
         .await
         .map_err(|e| e.to_string())?;
     let local = server.local_addr().map_err(|e| e.to_string())?;

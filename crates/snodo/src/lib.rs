@@ -57,6 +57,7 @@ pub use model::{
     ServerInfo, ToolResult,
 };
 pub use protocol::{Dialect, RpcError};
+pub use runtime::authz::{Authorizer, Component, Refusal};
 pub use runtime::completion::CompletionRequest;
 pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;

@@ -157,7 +157,13 @@ impl McpService {
                     } else {
                         Ok(parse(result))
                     };
-                    runtime.deliver_answer(&id, answer);
+                    if !runtime.deliver_answer(&id, answer) {
+                        tracing::warn!(
+                            id = %id,
+                            "dropped a client answer that no request of this instance waits for \
+                             (late, or routed to another instance)"
+                        );
+                    }
                 }
                 Ok(response::accepted())
             }

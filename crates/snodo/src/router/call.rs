@@ -6,6 +6,7 @@ use super::{Call, Interactive, Output, Stop, req_str};
 use crate::model::ToolResult;
 use crate::protocol::RpcError;
 use crate::runtime::Runtime;
+use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 
@@ -17,11 +18,11 @@ impl Runtime {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(RpcError::invalid_params("arguments must be an object").into()),
         };
-        let tool = self
-            .inner
-            .catalogue
-            .tool(&name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
+        let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
+        let tool = self.inner.catalogue.tool(&name).ok_or_else(unknown)?;
+        if !self.allows(ctx.principal(), Component::Tool(&name)) {
+            return Err(self.refusal(unknown()).into());
+        }
         if !call.dialect.structured_content_any_json() && !tool.object_schemas {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",

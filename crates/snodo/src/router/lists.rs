@@ -1,11 +1,15 @@
 //! `initialize`, `server/discover` and the four paginated lists.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::{Call, Output, opt_str};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
+use crate::runtime::authz::Component;
 use crate::runtime::catalogue::Listing;
+use crate::runtime::context::Principal;
 use crate::runtime::context::RequestContext;
 use crate::runtime::cursor;
 
@@ -107,27 +111,51 @@ impl Runtime {
         out
     }
 
-    pub(super) fn list_tools(&self, call: &Call) -> Output {
+    /// The items `principal` may see (all of them without an authorizer).
+    fn visible<'a>(
+        &self,
+        principal: Option<&Principal>,
+        items: &'a [Value],
+        key: &str,
+        component: fn(&str) -> Component<'_>,
+    ) -> Cow<'a, [Value]> {
+        if self.inner.authorizer.is_none() {
+            return Cow::Borrowed(items);
+        }
+        let allowed = |item: &&Value| {
+            item.get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|k| self.allows(principal, component(k)))
+        };
+        Cow::Owned(items.iter().filter(allowed).cloned().collect())
+    }
+
+    pub(super) fn list_tools(&self, call: &Call, ctx: &RequestContext) -> Output {
         let l = self.listing(call, |v| &v.tools)?;
+        let items = self.visible(ctx.principal(), &l.items, "name", |k| Component::Tool(k));
         Ok(list_result(
             "tools",
-            page(&l.items, l.hash, call, self.inner.page_size)?,
+            page(&items, l.hash, call, self.inner.page_size)?,
         ))
     }
 
-    pub(super) fn list_prompts(&self, call: &Call) -> Output {
+    pub(super) fn list_prompts(&self, call: &Call, ctx: &RequestContext) -> Output {
         let l = self.listing(call, |v| &v.prompts)?;
+        let items = self.visible(ctx.principal(), &l.items, "name", |k| Component::Prompt(k));
         Ok(list_result(
             "prompts",
-            page(&l.items, l.hash, call, self.inner.page_size)?,
+            page(&items, l.hash, call, self.inner.page_size)?,
         ))
     }
 
-    pub(super) fn list_templates(&self, call: &Call) -> Output {
+    pub(super) fn list_templates(&self, call: &Call, ctx: &RequestContext) -> Output {
         let l = self.listing(call, |v| &v.templates)?;
+        let items = self.visible(ctx.principal(), &l.items, "uriTemplate", |k| {
+            Component::ResourceTemplate(k)
+        });
         Ok(list_result(
             "resourceTemplates",
-            page(&l.items, l.hash, call, self.inner.page_size)?,
+            page(&items, l.hash, call, self.inner.page_size)?,
         ))
     }
 
@@ -141,9 +169,12 @@ impl Runtime {
             .filter_map(|t| t.template.lister.clone())
             .collect();
         if listers.is_empty() {
+            let items = self.visible(ctx.principal(), &fixed.items, "uri", |k| {
+                Component::Resource(k)
+            });
             return Ok(list_result(
                 "resources",
-                page(&fixed.items, fixed.hash, call, self.inner.page_size)?,
+                page(&items, fixed.hash, call, self.inner.page_size)?,
             ));
         }
         // Templates with listers contribute the resources they currently address; the
@@ -166,6 +197,7 @@ impl Runtime {
                 }
             }
         }
+        let items = self.visible(ctx.principal(), &items, "uri", |k| Component::Resource(k));
         Ok(list_result(
             "resources",
             page(&items, h, call, self.inner.page_size)?,

@@ -132,10 +132,10 @@ impl Runtime {
             M::Ping => Ok(Map::new()),
             M::LoggingSetLevel => ops::set_level(&call.params),
             M::Discover => Ok(self.discover()),
-            M::ToolsList => self.list_tools(&call),
-            M::PromptsList => self.list_prompts(&call),
+            M::ToolsList => self.list_tools(&call, &ctx),
+            M::PromptsList => self.list_prompts(&call, &ctx),
             M::ResourcesList => self.list_resources(&call, ctx).await,
-            M::ResourceTemplatesList => self.list_templates(&call),
+            M::ResourceTemplatesList => self.list_templates(&call, &ctx),
             M::CompletionComplete => self.complete(call, ctx).await,
             M::ToolsCall
             | M::PromptsGet

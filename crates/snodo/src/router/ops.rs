@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use super::{Call, Interactive, Output, Stop, req_str};
 use crate::protocol::{LogLevel, RpcError};
 use crate::runtime::Runtime;
+use crate::runtime::authz::Component;
 use crate::runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
 use crate::runtime::context::RequestContext;
 use crate::runtime::resource::ReadRequest;
@@ -53,11 +54,11 @@ impl Runtime {
     pub(super) async fn get_prompt(&self, call: Call, ctx: RequestContext) -> Interactive {
         let name = req_str(&call.params, "name")?;
         let args = string_map(call.params.get("arguments"), "arguments")?;
-        let prompt = self
-            .inner
-            .catalogue
-            .prompt(name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+        let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
+        let prompt = self.inner.catalogue.prompt(name).ok_or_else(unknown)?;
+        if !self.allows(ctx.principal(), Component::Prompt(name)) {
+            return Err(self.refusal(unknown()).into());
+        }
         let missing = prompt.missing_arguments(&args);
         if !missing.is_empty() {
             return Err(
@@ -98,21 +99,34 @@ impl Runtime {
             return Err(RpcError::invalid_params("Resource URI must be absolute").into());
         }
         let catalogue = &self.inner.catalogue;
+        let principal = ctx.principal();
         let found = if let Some(r) = catalogue.resource(&uri) {
-            r.reader.clone().map(|reader| (reader, HashMap::new()))
+            let allowed = self.allows(principal, Component::Resource(&uri));
+            r.reader
+                .clone()
+                .map(|reader| (reader, HashMap::new(), allowed))
         } else {
             catalogue.templates.iter().find_map(|t| {
                 let vars = t.matcher.matches(&uri)?;
-                t.template.reader.clone().map(|reader| (reader, vars))
+                let allowed = self
+                    .allows(principal, Component::ResourceTemplate(&t.template.template))
+                    && self.allows(principal, Component::Resource(&uri));
+                t.template
+                    .reader
+                    .clone()
+                    .map(|reader| (reader, vars, allowed))
             })
         };
         let not_found = || {
             RpcError::new(call.dialect.resource_not_found_code(), "Resource not found")
                 .with_data(json!({ "uri": uri }))
         };
-        let Some((reader, variables)) = found else {
+        let Some((reader, variables, allowed)) = found else {
             return Err(not_found().into());
         };
+        if !allowed {
+            return Err(self.refusal(not_found()).into());
+        }
         match reader(
             ReadRequest {
                 uri: uri.clone(),
@@ -152,9 +166,11 @@ impl Runtime {
         let completer = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = req_str(reference, "name")?;
-                let prompt = catalogue
-                    .prompt(name)
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
+                let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
+                if !self.allows(ctx.principal(), Component::Prompt(name)) {
+                    return Err(self.refusal(unknown()));
+                }
                 if !prompt.arguments.iter().any(|a| a.name() == arg_name) {
                     return Err(RpcError::invalid_params(format!(
                         "Prompt {name} has no argument {arg_name}"
@@ -164,13 +180,16 @@ impl Runtime {
             }
             Some("ref/resource") => {
                 let uri = req_str(reference, "uri")?;
+                let unknown =
+                    || RpcError::invalid_params(format!("Unknown resource template: {uri}"));
                 let t = catalogue
                     .templates
                     .iter()
                     .find(|t| t.template.template == uri)
-                    .ok_or_else(|| {
-                        RpcError::invalid_params(format!("Unknown resource template: {uri}"))
-                    })?;
+                    .ok_or_else(unknown)?;
+                if !self.allows(ctx.principal(), Component::ResourceTemplate(uri)) {
+                    return Err(self.refusal(unknown()));
+                }
                 t.template.completer.clone()
             }
             _ => {

@@ -5,6 +5,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::authz::{Authorizer, Refusal};
 use super::catalogue::Catalogue;
 use super::input::StateSigner;
 use super::pending::PendingRequests;
@@ -79,7 +80,6 @@ pub enum BuildError {
 }
 
 /// Describes a server; [`build`](Self::build) validates and freezes it.
-#[derive(Debug)]
 #[must_use]
 pub struct RuntimeBuilder {
     info: ServerInfo,
@@ -97,6 +97,20 @@ pub struct RuntimeBuilder {
     state_key: Option<Vec<u8>>,
     state_ttl: Duration,
     server_requests: Option<Duration>,
+    authorizer: Option<(Arc<dyn Authorizer>, Refusal)>,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("info", &self.info)
+            .field("protocols", &self.protocols)
+            .field("tools", &self.tools)
+            .field("prompts", &self.prompts)
+            .field("resources", &self.resources)
+            .field("templates", &self.templates)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RuntimeBuilder {
@@ -117,6 +131,7 @@ impl RuntimeBuilder {
             state_key: None,
             state_ttl: Duration::from_secs(600),
             server_requests: None,
+            authorizer: None,
         }
     }
 
@@ -259,6 +274,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Installs an authorization hook: lists show only what it allows, and other uses
+    /// are answered with `refusal`.
+    pub fn authorizer(mut self, authorizer: impl Authorizer, refusal: Refusal) -> Self {
+        self.authorizer = Some((Arc::new(authorizer), refusal));
+        self
+    }
+
     /// Validates everything and freezes the runtime.
     pub fn build(self) -> Result<Runtime, BuildError> {
         self.info
@@ -329,6 +351,7 @@ impl RuntimeBuilder {
                 signer,
                 pending: Arc::new(PendingRequests::default()),
                 server_requests: self.server_requests,
+                authorizer: self.authorizer,
             }),
         })
     }

@@ -1,6 +1,7 @@
 //! The runtime: an immutable description of a server (identity, components, enabled
 //! dialects, policies), built once and shared by every transport.
 
+pub mod authz;
 pub mod completion;
 pub mod context;
 pub(crate) mod cursor;
@@ -27,6 +28,30 @@ use crate::model::{CacheHint, ServerInfo};
 use crate::protocol::{Dialect, LogLevel};
 
 impl Runtime {
+    /// Whether `principal` may see and use `component`.
+    pub(crate) fn allows(
+        &self,
+        principal: Option<&context::Principal>,
+        component: authz::Component<'_>,
+    ) -> bool {
+        self.inner
+            .authorizer
+            .as_ref()
+            .is_none_or(|(a, _)| a.allows(principal, component))
+    }
+
+    /// The answer to a refused use: the application's error, or `concealed` (the
+    /// error for a component that does not exist).
+    pub(crate) fn refusal(
+        &self,
+        concealed: crate::protocol::RpcError,
+    ) -> crate::protocol::RpcError {
+        match self.inner.authorizer.as_ref() {
+            Some((_, authz::Refusal::Error(e))) => e.clone(),
+            _ => concealed,
+        }
+    }
+
     /// Delivers a client's answer to an initialize-era server-to-client request.
     /// Returns `false` when no request of this process waits for `id`.
     pub(crate) fn deliver_answer(&self, id: &str, answer: pending::Answer) -> bool {
@@ -60,6 +85,8 @@ pub(crate) struct Inner {
     pub(crate) pending: Arc<pending::PendingRequests>,
     /// How long a server-to-client request waits; `None`: not enabled.
     pub(crate) server_requests: Option<Duration>,
+    /// Who may see and use what (none: everyone, everything).
+    pub(crate) authorizer: Option<(Arc<dyn authz::Authorizer>, authz::Refusal)>,
 }
 
 /// Cache hints per kind of cacheable result.

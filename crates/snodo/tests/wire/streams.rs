@@ -401,3 +401,116 @@ async fn authentication_runs_on_every_request() {
         "client metadata never becomes an identity"
     );
 }
+
+fn not_for_bob(refusal: snodo::Refusal) -> snodo::Runtime {
+    builder(&ALL)
+        .authorizer(
+            |p: Option<&Principal>, c: snodo::Component<'_>| {
+                let bob = p.is_some_and(|p| p.id() == "bob");
+                !(bob
+                    && matches!(
+                        c,
+                        snodo::Component::Tool("echo")
+                            | snodo::Component::Prompt("greet")
+                            | snodo::Component::Resource("test://static/readme")
+                    ))
+            },
+            refusal,
+        )
+        .build()
+        .unwrap()
+}
+
+fn tool_names(r: &Reply) -> Vec<String> {
+    r.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn authorization_hides_from_lists_and_refuses_calls() {
+    let refusal = snodo::Refusal::Error(snodo::RpcError::new(
+        snodo::protocol::ErrorCode(-32003),
+        "Not authorized",
+    ));
+    let s = TestServer::start_with(
+        not_for_bob(refusal),
+        HttpConfig::default().authenticator(bearer()),
+    )
+    .await;
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {}}}}).to_string();
+    let lh = |token| {
+        vec![
+            ("MCP-Protocol-Version", V),
+            ("Mcp-Method", "tools/list"),
+            ("Authorization", token),
+        ]
+    };
+    let alice = s.post(&lh("Bearer alpha"), &list).await;
+    assert!(tool_names(&alice).contains(&"echo".to_owned()));
+    let bob = s.post(&lh("Bearer beta"), &list).await;
+    assert!(!tool_names(&bob).contains(&"echo".to_owned()));
+    assert_eq!(tool_names(&bob).len() + 1, tool_names(&alice).len());
+    let body = call_body(json!(2), "echo", json!({"text": "hi"}), json!({}));
+    let r = s
+        .post(&call_headers("echo", Some("Bearer beta")), &body)
+        .await;
+    assert_eq!((r.status, r.error_code()), (200, -32003));
+    assert_valid(V, "tools/call", &r);
+    let r = s
+        .post(&call_headers("echo", Some("Bearer alpha")), &body)
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "hi");
+    // The same on an initialize-era request.
+    let legacy = json!({"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"greet","arguments":{"name":"x"}}}).to_string();
+    let r = s
+        .post(
+            &[
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Authorization", "Bearer beta"),
+            ],
+            &legacy,
+        )
+        .await;
+    assert_eq!((r.status, r.error_code()), (200, -32003));
+}
+
+#[tokio::test]
+async fn concealed_refusals_look_like_unknown_components() {
+    let s = TestServer::start_with(
+        not_for_bob(snodo::Refusal::Conceal),
+        HttpConfig::default().authenticator(bearer()),
+    )
+    .await;
+    let body = call_body(json!(2), "echo", json!({"text": "hi"}), json!({}));
+    let r = s
+        .post(&call_headers("echo", Some("Bearer beta")), &body)
+        .await;
+    assert_eq!(r.error_code(), -32602);
+    assert_eq!(r.message()["error"]["message"], "Unknown tool: echo");
+    let read = json!({"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://static/readme"}}).to_string();
+    let r = s
+        .post(
+            &[
+                ("MCP-Protocol-Version", "2025-06-18"),
+                ("Authorization", "Bearer beta"),
+            ],
+            &read,
+        )
+        .await;
+    assert_eq!((r.status, r.error_code()), (200, -32002));
+    assert_eq!(r.message()["error"]["data"]["uri"], "test://static/readme");
+    let r = s
+        .post(
+            &[
+                ("MCP-Protocol-Version", "2025-06-18"),
+                ("Authorization", "Bearer alpha"),
+            ],
+            &read,
+        )
+        .await;
+    assert_eq!(r.result()["contents"][0]["text"], "# Static resource\n");
+}
