@@ -66,3 +66,19 @@ pub use runtime::prompt::{Prompt, PromptArguments};
 pub use runtime::resource::{ReadRequest, Resource, ResourceInfo, ResourceTemplate};
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+
+/// Entry points for the fuzz targets in `fuzz/` (not a stable API).
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Decodes a pagination cursor as the router does, for a list of `len` items.
+    pub fn decode_cursor(cursor: &str, len: usize) -> Result<usize, crate::RpcError> {
+        crate::runtime::cursor::decode(cursor, "2026-07-28", "tools/list", 0, len)
+    }
+
+    /// Matches a URI against a URI template (both parsed as the runtime does).
+    #[must_use]
+    pub fn match_template(template: &str, uri: &str) -> Option<usize> {
+        let t = crate::runtime::uri_template::UriTemplate::parse(template).ok()?;
+        t.matches(uri).map(|v| v.len())
+    }
+}
