@@ -306,6 +306,56 @@ fn interactive_tools() -> Vec<Tool> {
     ]
 }
 
+/// Tools that change the catalogue or publish updates (2026-only fixture, where
+/// `listChanged` and `subscribe` are advertised).
+fn trigger_tools() -> Vec<Tool> {
+    vec![
+        Tool::new("test_trigger_tool_change")
+            .description("Adds or removes a tool, so tools/list changes")
+            .handler(|_: NoArguments, ctx| async move {
+                ctx.runtime()
+                    .update(|c| {
+                        if !c.remove_tool("test_dynamic_tool") {
+                            c.add_tool(simple(
+                                "test_dynamic_tool",
+                                "Appears and disappears",
+                                || ToolResult::text("dynamic"),
+                            ));
+                        }
+                    })
+                    .map_err(HandlerError::new)?;
+                Ok::<_, HandlerError>(ToolResult::text("The tool list changed"))
+            }),
+        Tool::new("test_trigger_prompt_change")
+            .description("Adds or removes a prompt, so prompts/list changes")
+            .handler(|_: NoArguments, ctx| async move {
+                ctx.runtime()
+                    .update(|c| {
+                        if !c.remove_prompt("test_dynamic_prompt") {
+                            c.add_prompt(
+                                Prompt::new("test_dynamic_prompt")
+                                    .description("Appears and disappears")
+                                    .handler(|_, _| async {
+                                        Ok(PromptResult::new(vec![PromptMessage::user(
+                                            Content::text("dynamic"),
+                                        )]))
+                                    }),
+                            );
+                        }
+                    })
+                    .map_err(HandlerError::new)?;
+                Ok::<_, HandlerError>(ToolResult::text("The prompt list changed"))
+            }),
+        Tool::new("test_trigger_resource_update")
+            .description("Publishes an update of test://watched-resource")
+            .handler(|_: NoArguments, ctx| async move {
+                ctx.runtime()
+                    .notify_resource_updated("test://watched-resource");
+                ToolResult::text("Published an update of test://watched-resource")
+            }),
+    ]
+}
+
 fn elicitation_completed(answer: &serde_json::Value) -> ToolResult {
     ToolResult::text(format!(
         "Elicitation completed: action={}, content={}",
@@ -420,6 +470,7 @@ pub(crate) fn runtime(
     state_key: Option<Vec<u8>>,
     page_size: usize,
 ) -> Result<Runtime, BuildError> {
+    let stateless_only = protocols.iter().all(|d| d.is_stateless());
     let mut builder = Runtime::builder("snodo-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .title("snodo conformance fixture")
         .instructions("Fixture for the official MCP conformance runner.")
@@ -434,6 +485,12 @@ pub(crate) fn runtime(
             let mut b = builder
                 .logging()
                 .legacy_server_requests(Duration::from_secs(30));
+            if stateless_only {
+                b = b.list_changed(true).resource_subscriptions(true);
+                for t in trigger_tools() {
+                    b = b.tool(t);
+                }
+            }
             for t in tools().into_iter().chain(interactive_tools()) {
                 b = b.tool(t);
             }

@@ -16,3 +16,6 @@ mod legacy;
 
 #[path = "wire/streams.rs"]
 mod streams;
+
+#[path = "wire/rounds.rs"]
+mod rounds;

@@ -28,6 +28,8 @@ pub struct HttpConfig {
     /// keep-alive comments, so that a client that went away is noticed (and its request
     /// cancelled). `None` keeps silent requests on plain JSON.
     pub disconnect_probe: Option<Duration>,
+    /// Open `subscriptions/listen` streams at once (503 beyond).
+    pub max_listen_streams: usize,
     /// Requests executing at once; more wait in the queue.
     pub max_concurrent: usize,
     /// Requests waiting for an execution slot; beyond, 503 with `Retry-After`.
@@ -69,6 +71,7 @@ impl Default for HttpConfig {
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
             disconnect_probe: Some(Duration::from_secs(5)),
+            max_listen_streams: 256,
             max_concurrent: 256,
             max_queued: 1024,
             request_timeout: Duration::from_secs(120),
@@ -119,6 +122,13 @@ impl HttpConfig {
     pub fn disconnect_probe(mut self, after: Option<Duration>, keep_alive: Duration) -> Self {
         self.disconnect_probe = after;
         self.keep_alive = keep_alive;
+        self
+    }
+
+    /// Sets the most `subscriptions/listen` streams open at once.
+    #[must_use]
+    pub fn max_listen_streams(mut self, n: usize) -> Self {
+        self.max_listen_streams = n;
         self
     }
 

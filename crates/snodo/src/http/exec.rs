@@ -110,6 +110,7 @@ pub(crate) async fn execute(
         sink: tx,
         log_threshold,
         server_requests,
+        runtime: runtime.clone(),
     };
     let keep_alive = shared.config.keep_alive;
     let probe = shared.config.disconnect_probe;

@@ -7,6 +7,7 @@ mod config;
 mod exec;
 mod gate;
 mod inflight;
+mod listen;
 mod response;
 mod select;
 mod serve;

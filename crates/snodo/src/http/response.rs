@@ -152,8 +152,15 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
 
 /// 503 with `Retry-After`: every execution slot is busy and the queue is full.
 pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
-    let error = RpcError::internal("Server overloaded: too many requests in flight; retry later");
-    let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), &error);
+    overloaded_with(
+        id,
+        &RpcError::internal("Server overloaded: too many requests in flight; retry later"),
+    )
+}
+
+/// 503 with `Retry-After` and this error.
+pub(crate) fn overloaded_with(id: &RequestId, error: &RpcError) -> Response<Body> {
+    let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), error);
     r.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     r

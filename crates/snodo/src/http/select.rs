@@ -237,10 +237,11 @@ fn check_stateless(
         }
     }
     if method == Method::ToolsCall {
+        let catalogue = runtime.catalogue();
         let tool = params
             .get("name")
             .and_then(Value::as_str)
-            .and_then(|n| runtime.inner.catalogue.tool(n));
+            .and_then(|n| catalogue.tool(n));
         for p in tool.map(|t| t.param_headers.as_slice()).unwrap_or_default() {
             let name = format!("mcp-param-{}", p.name);
             let header = single(headers, &name)?

@@ -133,6 +133,7 @@ impl Server {
             });
         }
         drop(self.listener);
+        self.service.begin_shutdown();
         if tokio::time::timeout(self.drain, graceful.shutdown())
             .await
             .is_err()

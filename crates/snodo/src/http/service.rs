@@ -18,6 +18,7 @@ use super::config::HttpConfig;
 use super::exec;
 use super::gate::Gate;
 use super::inflight::InFlight;
+use super::listen;
 use super::response;
 use super::select::{self, Rejection};
 use crate::protocol::jsonrpc::Incoming;
@@ -33,6 +34,10 @@ pub(crate) struct Shared {
     pub(crate) inflight: Arc<InFlight>,
     /// Parent of every execution's cancellation token.
     pub(crate) root: CancellationToken,
+    /// Cancelled when shutdown begins: long-lived listen streams end at once.
+    pub(crate) closing: CancellationToken,
+    /// Open `subscriptions/listen` streams.
+    pub(crate) listeners: std::sync::atomic::AtomicUsize,
 }
 
 /// The Streamable HTTP MCP endpoint. Mount it at `/mcp` in any tower/hyper/axum stack;
@@ -59,6 +64,8 @@ impl McpService {
             gate,
             inflight: Arc::new(InFlight::default()),
             root: CancellationToken::new(),
+            closing: CancellationToken::new(),
+            listeners: std::sync::atomic::AtomicUsize::new(0),
         };
         Self {
             shared: Arc::new(shared),
@@ -69,6 +76,12 @@ impl McpService {
     #[must_use]
     pub fn config(&self) -> &HttpConfig {
         &self.shared.config
+    }
+
+    /// Ends every `subscriptions/listen` stream with its final result (the server does
+    /// this when shutdown begins).
+    pub fn begin_shutdown(&self) {
+        self.shared.closing.cancel();
     }
 
     /// Cancels every request still executing (the server does this after the shutdown
@@ -134,6 +147,17 @@ impl McpService {
             Incoming::Request { id, method, params } => {
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
                     .map_err(reject)?;
+                if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
+                    return listen::serve(&self.shared, id.clone(), &call).map_err(
+                        |(e, overloaded)| {
+                            if overloaded {
+                                response::overloaded_with(&id, &e)
+                            } else {
+                                response::rpc_error(e.code().http_status(), Some(&id), &e)
+                            }
+                        },
+                    );
+                }
                 Ok(exec::execute(&self.shared, id, call, principal).await)
             }
             Incoming::Notification { method, params } => {

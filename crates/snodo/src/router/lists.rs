@@ -8,7 +8,7 @@ use super::{Call, Output, opt_str};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
-use crate::runtime::catalogue::Listing;
+use crate::runtime::catalogue::{Catalogue, DialectView, Listing};
 use crate::runtime::context::Principal;
 use crate::runtime::context::RequestContext;
 use crate::runtime::cursor;
@@ -45,19 +45,19 @@ fn list_result(key: &str, (items, next): (Vec<Value>, Option<String>)) -> Map<St
     out
 }
 
-impl Runtime {
-    fn listing(
-        &self,
-        call: &Call,
-        pick: impl Fn(&crate::runtime::catalogue::DialectView) -> &Listing,
-    ) -> Result<&Listing, RpcError> {
-        self.inner
-            .catalogue
-            .view(call.dialect)
-            .map(pick)
-            .ok_or_else(|| RpcError::internal("dialect is not enabled"))
-    }
+/// One list of the dialect's view.
+fn listing<'a>(
+    catalogue: &'a Catalogue,
+    call: &Call,
+    pick: impl Fn(&'a DialectView) -> &'a Listing,
+) -> Result<&'a Listing, RpcError> {
+    catalogue
+        .view(call.dialect)
+        .map(pick)
+        .ok_or_else(|| RpcError::internal("dialect is not enabled"))
+}
 
+impl Runtime {
     pub(super) fn initialize(&self, call: &Call) -> Output {
         let p = &call.params;
         let valid = p
@@ -74,9 +74,8 @@ impl Runtime {
                 "initialize requires protocolVersion, capabilities and clientInfo name/version",
             ));
         }
-        let view = self
-            .inner
-            .catalogue
+        let catalogue = self.catalogue();
+        let view = catalogue
             .view(call.dialect)
             .ok_or_else(|| RpcError::internal("dialect is not enabled"))?;
         let mut out = Map::new();
@@ -131,7 +130,8 @@ impl Runtime {
     }
 
     pub(super) fn list_tools(&self, call: &Call, ctx: &RequestContext) -> Output {
-        let l = self.listing(call, |v| &v.tools)?;
+        let catalogue = self.catalogue();
+        let l = listing(&catalogue, call, |v| &v.tools)?;
         let items = self.visible(ctx.principal(), &l.items, "name", |k| Component::Tool(k));
         Ok(list_result(
             "tools",
@@ -140,7 +140,8 @@ impl Runtime {
     }
 
     pub(super) fn list_prompts(&self, call: &Call, ctx: &RequestContext) -> Output {
-        let l = self.listing(call, |v| &v.prompts)?;
+        let catalogue = self.catalogue();
+        let l = listing(&catalogue, call, |v| &v.prompts)?;
         let items = self.visible(ctx.principal(), &l.items, "name", |k| Component::Prompt(k));
         Ok(list_result(
             "prompts",
@@ -149,7 +150,8 @@ impl Runtime {
     }
 
     pub(super) fn list_templates(&self, call: &Call, ctx: &RequestContext) -> Output {
-        let l = self.listing(call, |v| &v.templates)?;
+        let catalogue = self.catalogue();
+        let l = listing(&catalogue, call, |v| &v.templates)?;
         let items = self.visible(ctx.principal(), &l.items, "uriTemplate", |k| {
             Component::ResourceTemplate(k)
         });
@@ -160,10 +162,9 @@ impl Runtime {
     }
 
     pub(super) async fn list_resources(&self, call: &Call, ctx: RequestContext) -> Output {
-        let fixed = self.listing(call, |v| &v.resources)?;
-        let listers: Vec<_> = self
-            .inner
-            .catalogue
+        let catalogue = self.catalogue();
+        let fixed = listing(&catalogue, call, |v| &v.resources)?;
+        let listers: Vec<_> = catalogue
             .templates
             .iter()
             .filter_map(|t| t.template.lister.clone())

@@ -177,7 +177,7 @@ impl Runtime {
                 serde_json::to_value(hint.scope).unwrap_or_default(),
             );
         }
-        if let Some(view) = self.inner.catalogue.view(dialect) {
+        if let Some(view) = self.catalogue().view(dialect) {
             let meta = result
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));

@@ -2,11 +2,13 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use super::authz::{Authorizer, Refusal};
 use super::catalogue::Catalogue;
+use super::components::Components;
+use super::events::CHANGE_BACKLOG;
 use super::input::StateSigner;
 use super::pending::PendingRequests;
 use super::prompt::Prompt;
@@ -69,6 +71,9 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
+    /// A lock was poisoned by a panic during an earlier update.
+    #[error("the runtime's catalogue lock was poisoned by an earlier panic")]
+    Poisoned,
     /// A capability is configured that no enabled dialect or component can back.
     #[error("capability {capability} is not supported: {reason}")]
     UnsupportedCapability {
@@ -85,14 +90,12 @@ pub struct RuntimeBuilder {
     info: ServerInfo,
     instructions: Option<String>,
     protocols: Vec<&'static Dialect>,
-    tools: Vec<Tool>,
-    prompts: Vec<Prompt>,
-    resources: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
+    components: Components,
     page_size: usize,
     caches: Caches,
     logging: bool,
     list_changed: bool,
+    subscribe: bool,
     legacy_log_level: LogLevel,
     state_key: Option<Vec<u8>>,
     state_ttl: Duration,
@@ -105,10 +108,7 @@ impl std::fmt::Debug for RuntimeBuilder {
         f.debug_struct("RuntimeBuilder")
             .field("info", &self.info)
             .field("protocols", &self.protocols)
-            .field("tools", &self.tools)
-            .field("prompts", &self.prompts)
-            .field("resources", &self.resources)
-            .field("templates", &self.templates)
+            .field("components", &self.components)
             .finish_non_exhaustive()
     }
 }
@@ -119,14 +119,12 @@ impl RuntimeBuilder {
             info,
             instructions: None,
             protocols: vec![&V2026_07_28],
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
+            components: Components::default(),
             page_size: DEFAULT_PAGE_SIZE,
             caches: Caches::default(),
             logging: false,
             list_changed: false,
+            subscribe: false,
             legacy_log_level: LogLevel::Info,
             state_key: None,
             state_ttl: Duration::from_secs(600),
@@ -180,25 +178,25 @@ impl RuntimeBuilder {
 
     /// Registers a tool.
     pub fn tool(mut self, tool: Tool) -> Self {
-        self.tools.push(tool);
+        self.components.tools.push(tool);
         self
     }
 
     /// Registers a prompt.
     pub fn prompt(mut self, prompt: Prompt) -> Self {
-        self.prompts.push(prompt);
+        self.components.prompts.push(prompt);
         self
     }
 
     /// Registers a resource at a fixed URI.
     pub fn resource(mut self, resource: Resource) -> Self {
-        self.resources.push(resource);
+        self.components.resources.push(resource);
         self
     }
 
     /// Registers a resource template.
     pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
-        self.templates.push(template);
+        self.components.templates.push(template);
         self
     }
 
@@ -241,12 +239,20 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Asks to advertise `listChanged` on tools, prompts and resources. Refused by
-    /// [`build`](Self::build) until subscriptions are configured, and always refused
-    /// together with an initialize-era dialect, which cannot deliver the notifications
-    /// without a session.
+    /// Advertises `listChanged` on tools, prompts and resources: clients hear about
+    /// catalogue changes ([`Runtime::update`]) on `subscriptions/listen` streams.
+    /// Refused together with an initialize-era dialect, which cannot deliver the
+    /// notifications without a session.
     pub fn list_changed(mut self, on: bool) -> Self {
         self.list_changed = on;
+        self
+    }
+
+    /// Advertises `resources.subscribe`: `subscriptions/listen` streams may watch
+    /// resource URIs ([`Runtime::notify_resource_updated`]). Refused together with an
+    /// initialize-era dialect.
+    pub fn resource_subscriptions(mut self, on: bool) -> Self {
+        self.subscribe = on;
         self
     }
 
@@ -294,41 +300,33 @@ impl RuntimeBuilder {
                 return Err(BuildError::DuplicateProtocol(d.version()));
             }
         }
-        if self.list_changed {
-            let legacy: Vec<_> = self
-                .protocols
-                .iter()
-                .filter(|d| !d.is_stateless())
-                .map(|d| d.version())
-                .collect();
-            let reason = if legacy.is_empty() {
-                "no subscription source is configured to deliver list_changed notifications"
-                    .to_owned()
-            } else {
-                format!(
+        let legacy: Vec<_> = self
+            .protocols
+            .iter()
+            .filter(|d| !d.is_stateless())
+            .map(|d| d.version())
+            .collect();
+        for (on, capability) in [
+            (self.list_changed, "listChanged"),
+            (self.subscribe, "resources.subscribe"),
+        ] {
+            if on && !legacy.is_empty() {
+                let reason = format!(
                     "initialize-era dialects cannot deliver it without a session: {}",
                     legacy.join(", ")
-                )
-            };
-            return Err(BuildError::UnsupportedCapability {
-                capability: "listChanged",
-                reason,
-            });
+                );
+                return Err(BuildError::UnsupportedCapability { capability, reason });
+            }
         }
-        let catalogue = Catalogue::build(
-            self.tools,
-            self.prompts,
-            self.resources,
-            self.templates,
-            &self.protocols,
-            &self.info,
-        )?;
+        let catalogue = Catalogue::build(self.components.clone(), &self.protocols, &self.info)?;
         let capabilities = Capabilities {
             tools: catalogue.has_tools(),
             prompts: catalogue.has_prompts(),
             resources: catalogue.has_resources(),
             completions: catalogue.has_completions(),
             logging: self.logging,
+            list_changed: self.list_changed,
+            subscribe: self.subscribe,
         };
         let versions = self.protocols.iter().map(|d| d.version()).collect();
         let key = self.state_key.unwrap_or_else(random_key);
@@ -343,7 +341,9 @@ impl RuntimeBuilder {
                 instructions: self.instructions,
                 dialects: self.protocols,
                 versions,
-                catalogue,
+                catalogue: RwLock::new(Arc::new(catalogue)),
+                components: Mutex::new(self.components),
+                changes: tokio::sync::broadcast::channel(CHANGE_BACKLOG).0,
                 page_size: self.page_size,
                 caches: self.caches,
                 capabilities,

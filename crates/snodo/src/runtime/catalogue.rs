@@ -8,10 +8,12 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::builder::BuildError;
+use super::components::Components;
+use super::events::Change;
 use super::param_headers::{self, ParamHeader};
 use super::prompt::Prompt;
-use super::resource::{CompiledTemplate, Resource, ResourceTemplate};
-use super::tool::{Tool, ToolHandler, is_object_schema, valid_tool_name};
+use super::resource::{CompiledTemplate, Resource};
+use super::tool::{ToolHandler, is_object_schema, valid_tool_name};
 use super::uri_template::UriTemplate;
 use crate::model::ServerInfo;
 use crate::protocol::Dialect;
@@ -103,13 +105,16 @@ fn compile_schema(
 
 impl Catalogue {
     pub(crate) fn build(
-        tools: Vec<Tool>,
-        prompts: Vec<Prompt>,
-        resources: Vec<Resource>,
-        templates: Vec<ResourceTemplate>,
+        components: Components,
         dialects: &[&'static Dialect],
         info: &ServerInfo,
     ) -> Result<Self, BuildError> {
+        let Components {
+            tools,
+            prompts,
+            resources,
+            templates,
+        } = components;
         let dup = |kind: &'static str, name: &str| BuildError::Duplicate {
             kind,
             name: name.to_owned(),
@@ -320,6 +325,27 @@ impl Catalogue {
             templates: compiled_templates,
             views,
         })
+    }
+
+    /// Which lists differ from `next` (for `subscriptions/listen`).
+    pub(crate) fn changes_to(&self, next: &Self) -> Vec<Change> {
+        let differs = |pick: fn(&DialectView) -> u64| {
+            self.views
+                .iter()
+                .zip(&next.views)
+                .any(|(a, b)| pick(a) != pick(b))
+        };
+        let mut out = Vec::new();
+        if differs(|v| v.tools.hash) {
+            out.push(Change::ToolsListChanged);
+        }
+        if differs(|v| v.prompts.hash) {
+            out.push(Change::PromptsListChanged);
+        }
+        if differs(|v| v.resources.hash) || differs(|v| v.templates.hash) {
+            out.push(Change::ResourcesListChanged);
+        }
+        out
     }
 
     pub(crate) fn view(&self, dialect: &Dialect) -> Option<&DialectView> {

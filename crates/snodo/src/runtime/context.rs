@@ -78,6 +78,8 @@ pub(crate) struct ContextInit {
     pub(crate) log_threshold: Option<LogLevel>,
     /// Initialize era: where answers to server requests arrive (None: disabled).
     pub(crate) server_requests: Option<(Arc<PendingRequests>, Duration)>,
+    /// The runtime serving the request.
+    pub(crate) runtime: super::Runtime,
 }
 
 struct Inner {
@@ -145,6 +147,13 @@ impl RequestContext {
             .lock()
             .map(|a| a.clone())
             .unwrap_or_default()
+    }
+
+    /// The runtime serving this request: change its catalogue
+    /// ([`Runtime::update`](super::Runtime::update)) or publish resource updates.
+    #[must_use]
+    pub fn runtime(&self) -> &super::Runtime {
+        &self.inner.init.runtime
     }
 
     /// The dialect the request was made in.

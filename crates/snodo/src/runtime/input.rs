@@ -32,7 +32,12 @@ pub struct InputRequest {
 impl InputRequest {
     /// Form elicitation: ask the user to fill `requested_schema` (an object schema of
     /// primitive properties).
-    pub fn elicit(message: impl Into<String>, requested_schema: Value) -> Self {
+    pub fn elicit(message: impl Into<String>, mut requested_schema: Value) -> Self {
+        // The protocol requires an object schema with `properties`.
+        if let Value::Object(schema) = &mut requested_schema {
+            schema.entry("type").or_insert_with(|| json!("object"));
+            schema.entry("properties").or_insert_with(|| json!({}));
+        }
         Self {
             method: "elicitation/create",
             params: json!({"mode": "form", "message": message.into(), "requestedSchema": requested_schema}),

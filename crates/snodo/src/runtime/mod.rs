@@ -3,9 +3,11 @@
 
 pub mod authz;
 pub mod completion;
+pub mod components;
 pub mod context;
 pub(crate) mod cursor;
 pub mod error;
+pub mod events;
 pub mod input;
 pub(crate) mod param_headers;
 pub(crate) mod pending;
@@ -18,7 +20,7 @@ mod builder;
 pub(crate) mod catalogue;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -28,6 +30,55 @@ use crate::model::{CacheHint, ServerInfo};
 use crate::protocol::{Dialect, LogLevel};
 
 impl Runtime {
+    /// The current catalogue.
+    pub(crate) fn catalogue(&self) -> Arc<Catalogue> {
+        match self.inner.catalogue.read() {
+            Ok(c) => Arc::clone(&c),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Changes the catalogue at run time (add or remove tools, prompts, resources).
+    /// The new catalogue is validated like at build time; on success it replaces the
+    /// old one at once for every new request, and `subscriptions/listen` streams that
+    /// asked for it hear which lists changed.
+    pub fn update(&self, edit: impl FnOnce(&mut components::Components)) -> Result<(), BuildError> {
+        let mut sources = self
+            .inner
+            .components
+            .lock()
+            .map_err(|_| BuildError::Poisoned)?;
+        let mut next = sources.clone();
+        edit(&mut next);
+        let built = Catalogue::build(next.clone(), &self.inner.dialects, &self.inner.info)?;
+        let old = self.catalogue();
+        let changes = old.changes_to(&built);
+        *self
+            .inner
+            .catalogue
+            .write()
+            .map_err(|_| BuildError::Poisoned)? = Arc::new(built);
+        *sources = next;
+        drop(sources);
+        for change in changes {
+            let _ = self.inner.changes.send(change);
+        }
+        Ok(())
+    }
+
+    /// Tells `subscriptions/listen` streams subscribed to `uri` that it changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let _ = self
+            .inner
+            .changes
+            .send(events::Change::ResourceUpdated(uri.into()));
+    }
+
+    /// A receiver of catalogue and resource changes.
+    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<events::Change> {
+        self.inner.changes.subscribe()
+    }
+
     /// Whether `principal` may see and use `component`.
     pub(crate) fn allows(
         &self,
@@ -74,7 +125,12 @@ pub(crate) struct Inner {
     pub(crate) dialects: Vec<&'static Dialect>,
     /// Their versions, same order (`supportedVersions`, `-32022` data).
     pub(crate) versions: Vec<&'static str>,
-    pub(crate) catalogue: Catalogue,
+    /// The current catalogue; replaced whole by [`Runtime::update`].
+    pub(crate) catalogue: RwLock<Arc<Catalogue>>,
+    /// What the catalogue is built from.
+    pub(crate) components: Mutex<components::Components>,
+    /// Changes for `subscriptions/listen` streams.
+    pub(crate) changes: tokio::sync::broadcast::Sender<events::Change>,
     pub(crate) page_size: usize,
     pub(crate) caches: Caches,
     pub(crate) capabilities: Capabilities,
@@ -105,6 +161,10 @@ pub(crate) struct Capabilities {
     pub(crate) resources: bool,
     pub(crate) completions: bool,
     pub(crate) logging: bool,
+    /// `listChanged` on tools, prompts and resources (2026-07-28 listen streams).
+    pub(crate) list_changed: bool,
+    /// `resources.subscribe` (2026-07-28 listen streams).
+    pub(crate) subscribe: bool,
 }
 
 impl Capabilities {
@@ -112,7 +172,6 @@ impl Capabilities {
     /// capabilities a stateless server can honour).
     pub(crate) fn to_json(self) -> serde_json::Value {
         let mut caps = serde_json::Map::new();
-        let empty = || serde_json::Value::Object(serde_json::Map::new());
         for (on, key) in [
             (self.tools, "tools"),
             (self.prompts, "prompts"),
@@ -121,7 +180,14 @@ impl Capabilities {
             (self.logging, "logging"),
         ] {
             if on {
-                caps.insert(key.to_owned(), empty());
+                let mut cap = serde_json::Map::new();
+                if self.list_changed && matches!(key, "tools" | "prompts" | "resources") {
+                    cap.insert("listChanged".into(), serde_json::Value::Bool(true));
+                }
+                if self.subscribe && key == "resources" {
+                    cap.insert("subscribe".into(), serde_json::Value::Bool(true));
+                }
+                caps.insert(key.to_owned(), serde_json::Value::Object(cap));
             }
         }
         serde_json::Value::Object(caps)

@@ -133,6 +133,94 @@ impl TestServer {
     }
 }
 
+/// An open SSE response read frame by frame.
+pub struct Stream {
+    pub status: u16,
+    pub head: String,
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Stream {
+    /// The next `data:` event (skipping comments), or `None` after `wait`.
+    pub async fn next(&mut self, wait: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let text = String::from_utf8_lossy(&self.buf).into_owned();
+            if let Some(end) = text.find("\n\n") {
+                let frame = text[..end].to_owned();
+                let consumed = frame.len() + 2;
+                // Drop the frame and any chunk-size lines around it.
+                self.buf.drain(..consumed);
+                if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
+                    return Some(serde_json::from_str(data).unwrap());
+                }
+                continue;
+            }
+            let mut chunk = [0u8; 4096];
+            let n = tokio::time::timeout_at(deadline, self.stream.read(&mut chunk))
+                .await
+                .ok()?
+                .ok()?;
+            if n == 0 {
+                return None;
+            }
+            // Remove chunked-encoding size lines (hex digits alone on a line).
+            let piece = String::from_utf8_lossy(&chunk[..n]).into_owned();
+            let cleaned: String = piece
+                .split("\r\n")
+                .filter(|l| {
+                    !(l.len() <= 6 && !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
+                })
+                .collect::<Vec<_>>()
+                .join("");
+            self.buf.extend_from_slice(cleaned.as_bytes());
+        }
+    }
+}
+
+impl TestServer {
+    /// POSTs and keeps the response open as a stream.
+    pub async fn open(&self, headers: &[(&str, &str)], body: &str) -> Stream {
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+            self.addr
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        let mut stream = TcpStream::connect(self.addr).await.unwrap();
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let split = loop {
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "connection closed before the head");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..split]).into_owned();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let rest = String::from_utf8_lossy(&buf[split + 4..]).into_owned();
+        let cleaned: String = rest
+            .split("\r\n")
+            .filter(|l| {
+                !(l.len() <= 6 && !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .collect::<Vec<_>>()
+            .join("");
+        Stream {
+            status,
+            head,
+            stream,
+            buf: cleaned.into_bytes(),
+        }
+    }
+}
+
 /// A parsed HTTP response.
 #[derive(Debug)]
 pub struct Reply {
@@ -344,6 +432,8 @@ pub fn assert_valid(revision: &str, method: &str, reply: &Reply) {
             _ => "JSONRPCErrorResponse",
         };
         assert_schema(revision, def, &m);
+    } else if m["result"]["resultType"] == "input_required" {
+        assert_schema(revision, "InputRequiredResult", &m["result"]);
     } else {
         assert_schema(revision, result_definition(method), &m["result"]);
     }
@@ -528,4 +618,34 @@ pub fn builder(protocols: &[&'static Dialect]) -> RuntimeBuilder {
 
 pub async fn server(protocols: &[&'static Dialect]) -> TestServer {
     TestServer::start(builder(protocols).build().unwrap()).await
+}
+
+/// `builder` plus tools and a prompt that ask the client for input.
+pub fn asking(protocols: &[&'static Dialect]) -> RuntimeBuilder {
+    builder(protocols)
+        .tool(Tool::new("ask_name").description("Asks the user's name").handler(|_: NoArguments, ctx| async move {
+            let answer = ctx
+                .ask("user_name", snodo::InputRequest::elicit("Your name?", json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})))
+                .await?;
+            Ok::<_, snodo::HandlerError>(ToolResult::text(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("?"))))
+        }))
+        .tool(Tool::new("ask_twice").description("Needs three rounds").handler(|_: NoArguments, ctx| async move {
+            let first = ctx.ask("first", snodo::InputRequest::elicit("First?", json!({"type":"object"}))).await?;
+            let second = ctx.ask("second", snodo::InputRequest::elicit("Second?", json!({"type":"object"}))).await?;
+            Ok::<_, snodo::HandlerError>(ToolResult::text(format!("{} {}", first["content"], second["content"])))
+        }))
+        .tool(Tool::new("ask_all").description("Asks three things at once").handler(|_: NoArguments, ctx| async move {
+            let answers = ctx
+                .ask_all([
+                    ("name".to_owned(), snodo::InputRequest::elicit("Name?", json!({"type":"object"}))),
+                    ("sample".to_owned(), snodo::InputRequest::sample("Hi?", 10)),
+                    ("roots".to_owned(), snodo::InputRequest::list_roots()),
+                ])
+                .await?;
+            Ok::<_, snodo::HandlerError>(ToolResult::text(format!("{} answers", answers.len())))
+        }))
+        .prompt(Prompt::new("ask_prompt").description("Asks before answering").handler(|_, ctx| async move {
+            let a = ctx.ask("topic", snodo::InputRequest::elicit("Topic?", json!({"type":"object"}))).await?;
+            Ok(PromptResult::new(vec![PromptMessage::user(Content::text(format!("About {}", a["content"]["topic"])))]))
+        }))
 }

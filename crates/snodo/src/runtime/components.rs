@@ -1,0 +1,84 @@
+//! The editable set of components: what [`Runtime::update`](super::Runtime::update)
+//! hands to the application to change the catalogue at run time.
+
+use super::prompt::Prompt;
+use super::resource::{Resource, ResourceTemplate};
+use super::tool::Tool;
+
+/// Tools, prompts, resources and templates, in registration order.
+#[derive(Clone, Debug, Default)]
+pub struct Components {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) prompts: Vec<Prompt>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+}
+
+impl Components {
+    /// Adds (or replaces, keeping its position) a tool.
+    pub fn add_tool(&mut self, tool: Tool) {
+        match self.tools.iter_mut().find(|t| t.name == tool.name) {
+            Some(slot) => *slot = tool,
+            None => self.tools.push(tool),
+        }
+    }
+
+    /// Removes a tool; `false` if there was none of that name.
+    pub fn remove_tool(&mut self, name: &str) -> bool {
+        let before = self.tools.len();
+        self.tools.retain(|t| t.name != name);
+        before != self.tools.len()
+    }
+
+    /// Whether a tool of that name exists.
+    #[must_use]
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    /// Adds (or replaces) a prompt.
+    pub fn add_prompt(&mut self, prompt: Prompt) {
+        match self.prompts.iter_mut().find(|p| p.name == prompt.name) {
+            Some(slot) => *slot = prompt,
+            None => self.prompts.push(prompt),
+        }
+    }
+
+    /// Removes a prompt; `false` if there was none of that name.
+    pub fn remove_prompt(&mut self, name: &str) -> bool {
+        let before = self.prompts.len();
+        self.prompts.retain(|p| p.name != name);
+        before != self.prompts.len()
+    }
+
+    /// Whether a prompt of that name exists.
+    #[must_use]
+    pub fn has_prompt(&self, name: &str) -> bool {
+        self.prompts.iter().any(|p| p.name == name)
+    }
+
+    /// Adds (or replaces) a resource.
+    pub fn add_resource(&mut self, resource: Resource) {
+        match self
+            .resources
+            .iter_mut()
+            .find(|r| r.info.uri() == resource.info.uri())
+        {
+            Some(slot) => *slot = resource,
+            None => self.resources.push(resource),
+        }
+    }
+
+    /// Removes a resource; `false` if there was none at that URI.
+    pub fn remove_resource(&mut self, uri: &str) -> bool {
+        let before = self.resources.len();
+        self.resources.retain(|r| r.info.uri() != uri);
+        before != self.resources.len()
+    }
+
+    /// Adds a resource template.
+    pub fn add_template(&mut self, template: ResourceTemplate) {
+        self.templates.retain(|t| t.template != template.template);
+        self.templates.push(template);
+    }
+}
