@@ -21,7 +21,7 @@ use super::response;
 use super::service::Shared;
 use crate::protocol::jsonrpc::{error_message, result_message};
 use crate::protocol::{Dialect, RequestId};
-use crate::router::{Call, Output};
+use crate::router::{Answer, Call};
 use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal};
 
@@ -33,7 +33,7 @@ const CANCEL_GRACE: Duration = Duration::from_millis(250);
 
 /// How an execution ended.
 enum Ended {
-    Done(Output),
+    Done(Answer),
     Cancelled,
     TimedOut,
 }
@@ -41,10 +41,7 @@ enum Ended {
 /// The final JSON-RPC message and the HTTP status it would have on its own.
 fn final_message(dialect: &Dialect, id: &RequestId, ended: Ended) -> Option<(StatusCode, Bytes)> {
     match ended {
-        Ended::Done(Ok(result)) => {
-            let json = serde_json::to_string(&result).unwrap_or_else(|_| "{}".to_owned());
-            Some((StatusCode::OK, result_message(id, &json)))
-        }
+        Ended::Done(Ok(result)) => Some((StatusCode::OK, result_message(id, &result.to_json()))),
         Ended::Done(Err(e)) => {
             let status = if dialect.errors_in_band() {
                 StatusCode::OK
@@ -65,7 +62,7 @@ fn final_message(dialect: &Dialect, id: &RequestId, ended: Ended) -> Option<(Sta
 pub(crate) async fn execute(
     shared: &Arc<Shared>,
     id: RequestId,
-    call: Call,
+    mut call: Call,
     principal: Option<Principal>,
 ) -> Response<Body> {
     let deadline = Instant::now() + shared.config.request_timeout;
@@ -104,7 +101,7 @@ pub(crate) async fn execute(
     let init = ContextInit {
         dialect,
         id: id.clone(),
-        meta: call.meta.clone(),
+        meta: std::mem::take(&mut call.meta),
         principal,
         cancel: cancel.clone(),
         sink: tx,

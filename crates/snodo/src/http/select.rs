@@ -123,7 +123,7 @@ pub(crate) fn admit_request(
                     .with_id(id.clone()),
                 ));
             }
-            let meta = RequestMeta::parse(params.get("_meta"))
+            let meta = RequestMeta::from_value(params.remove("_meta"))
                 .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
             return Ok(Call {
                 dialect,
@@ -160,7 +160,7 @@ pub(crate) fn admit_request(
     if dialect.is_stateless() {
         check_stateless(runtime, headers, method, method_name, &mut params).map_err(fail)?;
     }
-    let meta = RequestMeta::parse(params.get("_meta"))
+    let meta = RequestMeta::from_value(params.remove("_meta"))
         .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
     Ok(Call {
         dialect,

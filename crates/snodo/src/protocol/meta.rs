@@ -78,38 +78,45 @@ pub struct RequestMeta {
     pub progress_token: Option<ProgressToken>,
     /// Whether a `_meta` member was present at all.
     pub present: bool,
+    /// Every other `_meta` entry (application keys, trace context, …).
+    pub other: Map<String, Value>,
 }
 
 impl RequestMeta {
     /// Parses the `_meta` member of `params` (if any).
     pub fn parse(meta: Option<&Value>) -> Result<Self, RpcError> {
+        Self::from_value(meta.cloned())
+    }
+
+    /// Parses a `_meta` value taken out of `params`, moving its members.
+    pub fn from_value(meta: Option<Value>) -> Result<Self, RpcError> {
         let Some(meta) = meta else {
             return Ok(Self::default());
         };
-        let Value::Object(map) = meta else {
+        let Value::Object(mut map) = meta else {
             return Err(RpcError::invalid_params("_meta must be an object"));
         };
         let mut out = Self {
             present: true,
             ..Self::default()
         };
-        if let Some(v) = map.get(PROTOCOL_VERSION_KEY) {
+        if let Some(v) = map.remove(PROTOCOL_VERSION_KEY) {
             let Value::String(s) = v else {
                 return Err(RpcError::invalid_params(format!(
                     "{PROTOCOL_VERSION_KEY} must be a string"
                 )));
             };
-            out.protocol_version = Some(s.clone());
+            out.protocol_version = Some(s);
         }
-        if let Some(v) = map.get(CLIENT_CAPABILITIES_KEY) {
+        if let Some(v) = map.remove(CLIENT_CAPABILITIES_KEY) {
             let Value::Object(caps) = v else {
                 return Err(RpcError::invalid_params(format!(
                     "{CLIENT_CAPABILITIES_KEY} must be an object"
                 )));
             };
-            out.client_capabilities = Some(caps.clone());
+            out.client_capabilities = Some(caps);
         }
-        if let Some(v) = map.get(CLIENT_INFO_KEY) {
+        if let Some(v) = map.remove(CLIENT_INFO_KEY) {
             let valid = v.get("name").is_some_and(Value::is_string)
                 && v.get("version").is_some_and(Value::is_string);
             if !valid {
@@ -117,14 +124,14 @@ impl RequestMeta {
                     "{CLIENT_INFO_KEY} must be an object with string name and version"
                 )));
             }
-            out.client_info = Some(v.clone());
+            out.client_info = Some(v);
         }
-        if let Some(v) = map.get(LOG_LEVEL_KEY) {
+        if let Some(v) = map.remove(LOG_LEVEL_KEY) {
             out.log_level = Some(v.as_str().and_then(LogLevel::parse).ok_or_else(|| {
                 RpcError::invalid_params(format!("{LOG_LEVEL_KEY} must be a known log level"))
             })?);
         }
-        if let Some(v) = map.get("progressToken") {
+        if let Some(v) = map.remove("progressToken") {
             out.progress_token = Some(match v {
                 Value::String(s) if s.len() <= MAX_STRING_ID_LEN => {
                     ProgressToken::String(s.as_str().into())
@@ -139,6 +146,7 @@ impl RequestMeta {
                 }
             });
         }
+        out.other = map;
         Ok(out)
     }
 }

@@ -31,18 +31,21 @@ impl Runtime {
             ))
             .into());
         }
-        let problems: Vec<String> = tool
-            .validator
-            .iter_errors(&arguments)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
+        let problems: Vec<String> = if tool.validator.is_valid(&arguments) {
+            Vec::new()
+        } else {
+            tool.validator
+                .iter_errors(&arguments)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{at}: {e}")
+                    }
+                })
+                .collect()
+        };
         if !problems.is_empty() {
             // A readable execution error lets the model correct its call.
             let message = format!("Invalid arguments for tool {name}: {}", problems.join("; "));

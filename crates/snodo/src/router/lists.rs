@@ -1,10 +1,12 @@
 //! `initialize`, `server/discover` and the four paginated lists.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Call, Output, opt_str};
+use super::result::raw_array;
+use super::{Answer, Call, Output, ResultObject, opt_str};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
@@ -13,13 +15,13 @@ use crate::runtime::context::Principal;
 use crate::runtime::context::RequestContext;
 use crate::runtime::cursor;
 
-/// One page of a list: the items and the cursor of the next page.
+/// One page of a list: the range of items and the cursor of the next page.
 fn page(
-    items: &[Value],
+    len: usize,
     hash: u64,
     call: &Call,
     page_size: usize,
-) -> Result<(Vec<Value>, Option<String>), RpcError> {
+) -> Result<(std::ops::Range<usize>, Option<String>), RpcError> {
     let method = match call.method {
         Method::ToolsList => "tools/list",
         Method::PromptsList => "prompts/list",
@@ -29,19 +31,24 @@ fn page(
     let version = call.dialect.version();
     let start = match opt_str(&call.params, "cursor")? {
         None => 0,
-        Some(c) => cursor::decode(c, version, method, hash, items.len())?,
+        Some(c) => cursor::decode(c, version, method, hash, len)?,
     };
-    let end = (start + page_size).min(items.len());
-    let next = (end < items.len()).then(|| cursor::encode(version, method, end, hash));
-    Ok((items[start..end].to_vec(), next))
+    let end = (start + page_size).min(len);
+    let next = (end < len).then(|| cursor::encode(version, method, end, hash));
+    Ok((start..end, next))
 }
 
-fn list_result(key: &str, (items, next): (Vec<Value>, Option<String>)) -> Map<String, Value> {
-    let mut out = Map::new();
-    out.insert(key.into(), Value::Array(items));
+/// `{key: [items of the page], nextCursor?}` from serialised items.
+fn list_result(
+    key: &'static str,
+    raw: &[Arc<str>],
+    (range, next): (std::ops::Range<usize>, Option<String>),
+) -> ResultObject {
+    let mut out = ResultObject::default();
     if let Some(next) = next {
-        out.insert("nextCursor".into(), Value::String(next));
+        out.fields.insert("nextCursor".into(), Value::String(next));
     }
+    out.raw.push((key, raw_array(raw[range].iter())));
     out
 }
 
@@ -110,58 +117,68 @@ impl Runtime {
         out
     }
 
-    /// The items `principal` may see (all of them without an authorizer).
+    /// The serialised items `principal` may see (all of them without an authorizer).
     fn visible<'a>(
         &self,
         principal: Option<&Principal>,
-        items: &'a [Value],
+        listing: (&'a [Value], &'a [Arc<str>]),
         key: &str,
         component: fn(&str) -> Component<'_>,
-    ) -> Cow<'a, [Value]> {
+    ) -> Cow<'a, [Arc<str>]> {
+        let (items, raw) = listing;
         if self.inner.authorizer.is_none() {
-            return Cow::Borrowed(items);
+            return Cow::Borrowed(raw);
         }
-        let allowed = |item: &&Value| {
+        let allowed = |item: &Value| {
             item.get(key)
                 .and_then(Value::as_str)
                 .is_some_and(|k| self.allows(principal, component(k)))
         };
-        Cow::Owned(items.iter().filter(allowed).cloned().collect())
+        Cow::Owned(
+            items
+                .iter()
+                .zip(raw)
+                .filter(|(i, _)| allowed(i))
+                .map(|(_, r)| Arc::clone(r))
+                .collect(),
+        )
     }
 
-    pub(super) fn list_tools(&self, call: &Call, ctx: &RequestContext) -> Output {
+    fn list(
+        &self,
+        call: &Call,
+        ctx: &RequestContext,
+        pick: fn(&DialectView) -> &Listing,
+        key: &'static str,
+    ) -> Answer {
         let catalogue = self.catalogue();
-        let l = listing(&catalogue, call, |v| &v.tools)?;
-        let items = self.visible(ctx.principal(), &l.items, "name", |k| Component::Tool(k));
+        let l = listing(&catalogue, call, pick)?;
+        let (field, component): (&str, fn(&str) -> Component<'_>) = match key {
+            "tools" => ("name", |k| Component::Tool(k)),
+            "prompts" => ("name", |k| Component::Prompt(k)),
+            _ => ("uriTemplate", |k| Component::ResourceTemplate(k)),
+        };
+        let raw = self.visible(ctx.principal(), (&l.items, &l.raw), field, component);
         Ok(list_result(
-            "tools",
-            page(&items, l.hash, call, self.inner.page_size)?,
+            key,
+            &raw,
+            page(raw.len(), l.hash, call, self.inner.page_size)?,
         ))
     }
 
-    pub(super) fn list_prompts(&self, call: &Call, ctx: &RequestContext) -> Output {
-        let catalogue = self.catalogue();
-        let l = listing(&catalogue, call, |v| &v.prompts)?;
-        let items = self.visible(ctx.principal(), &l.items, "name", |k| Component::Prompt(k));
-        Ok(list_result(
-            "prompts",
-            page(&items, l.hash, call, self.inner.page_size)?,
-        ))
+    pub(super) fn list_tools(&self, call: &Call, ctx: &RequestContext) -> Answer {
+        self.list(call, ctx, |v| &v.tools, "tools")
     }
 
-    pub(super) fn list_templates(&self, call: &Call, ctx: &RequestContext) -> Output {
-        let catalogue = self.catalogue();
-        let l = listing(&catalogue, call, |v| &v.templates)?;
-        let items = self.visible(ctx.principal(), &l.items, "uriTemplate", |k| {
-            Component::ResourceTemplate(k)
-        });
-        Ok(list_result(
-            "resourceTemplates",
-            page(&items, l.hash, call, self.inner.page_size)?,
-        ))
+    pub(super) fn list_prompts(&self, call: &Call, ctx: &RequestContext) -> Answer {
+        self.list(call, ctx, |v| &v.prompts, "prompts")
     }
 
-    pub(super) async fn list_resources(&self, call: &Call, ctx: RequestContext) -> Output {
+    pub(super) fn list_templates(&self, call: &Call, ctx: &RequestContext) -> Answer {
+        self.list(call, ctx, |v| &v.templates, "resourceTemplates")
+    }
+
+    pub(super) async fn list_resources(&self, call: &Call, ctx: RequestContext) -> Answer {
         let catalogue = self.catalogue();
         let fixed = listing(&catalogue, call, |v| &v.resources)?;
         let listers: Vec<_> = catalogue
@@ -169,13 +186,13 @@ impl Runtime {
             .iter()
             .filter_map(|t| t.template.lister.clone())
             .collect();
+        let resource: fn(&str) -> Component<'_> = |k| Component::Resource(k);
         if listers.is_empty() {
-            let items = self.visible(ctx.principal(), &fixed.items, "uri", |k| {
-                Component::Resource(k)
-            });
+            let raw = self.visible(ctx.principal(), (&fixed.items, &fixed.raw), "uri", resource);
             return Ok(list_result(
                 "resources",
-                page(&items, fixed.hash, call, self.inner.page_size)?,
+                &raw,
+                page(raw.len(), fixed.hash, call, self.inner.page_size)?,
             ));
         }
         // Templates with listers contribute the resources they currently address; the
@@ -198,10 +215,12 @@ impl Runtime {
                 }
             }
         }
-        let items = self.visible(ctx.principal(), &items, "uri", |k| Component::Resource(k));
+        let raw: Vec<Arc<str>> = items.iter().map(|i| Arc::from(i.to_string())).collect();
+        let raw = self.visible(ctx.principal(), (&items, &raw), "uri", resource);
         Ok(list_result(
             "resources",
-            page(&items, h, call, self.inner.page_size)?,
+            &raw,
+            page(raw.len(), h, call, self.inner.page_size)?,
         ))
     }
 }

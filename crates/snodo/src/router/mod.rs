@@ -7,7 +7,10 @@
 mod call;
 mod lists;
 mod ops;
+mod result;
 mod rounds;
+
+pub(crate) use result::ResultObject;
 
 use std::panic::AssertUnwindSafe;
 
@@ -33,6 +36,9 @@ pub(crate) struct Call {
 
 /// A result object before its dialect envelope.
 pub(crate) type Output = Result<Map<String, Value>, RpcError>;
+
+/// A finished answer: a result object (with pre-serialised members) or an error.
+pub(crate) type Answer = Result<ResultObject, RpcError>;
 
 /// Why an interactive operation (tools/call, prompts/get, resources/read) stopped
 /// without a result.
@@ -90,7 +96,7 @@ pub(crate) fn req_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&
 impl Runtime {
     /// Executes an admitted request. Panics in handlers become `-32603` for this
     /// request only.
-    pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Output {
+    pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Answer {
         let method = call.method;
         let dialect = call.dialect;
         let run = AssertUnwindSafe(self.route(call, init)).catch_unwind();
@@ -106,7 +112,7 @@ impl Runtime {
         Ok(self.finish(dialect, method, result))
     }
 
-    async fn route(&self, call: Call, init: ContextInit) -> Output {
+    async fn route(&self, call: Call, init: ContextInit) -> Answer {
         use Method as M;
         if !call.dialect.serves(call.method) {
             return Err(RpcError::method_not_found(&call.method_name));
@@ -124,19 +130,19 @@ impl Runtime {
             return Err(RpcError::method_not_found(&call.method_name));
         }
         if matches!(call.method, M::ToolsCall | M::PromptsGet | M::ResourcesRead) {
-            return self.interactive(call, init).await;
+            return self.interactive(call, init).await.map(Into::into);
         }
         let ctx = RequestContext::new(init);
         match call.method {
-            M::Initialize => self.initialize(&call),
-            M::Ping => Ok(Map::new()),
-            M::LoggingSetLevel => ops::set_level(&call.params),
-            M::Discover => Ok(self.discover()),
+            M::Initialize => self.initialize(&call).map(Into::into),
+            M::Ping => Ok(ResultObject::default()),
+            M::LoggingSetLevel => ops::set_level(&call.params).map(Into::into),
+            M::Discover => Ok(self.discover().into()),
             M::ToolsList => self.list_tools(&call, &ctx),
             M::PromptsList => self.list_prompts(&call, &ctx),
             M::ResourcesList => self.list_resources(&call, ctx).await,
             M::ResourceTemplatesList => self.list_templates(&call, &ctx),
-            M::CompletionComplete => self.complete(call, ctx).await,
+            M::CompletionComplete => self.complete(call, ctx).await.map(Into::into),
             M::ToolsCall
             | M::PromptsGet
             | M::ResourcesRead
@@ -155,14 +161,15 @@ impl Runtime {
         &self,
         dialect: &Dialect,
         method: Method,
-        mut result: Map<String, Value>,
-    ) -> Map<String, Value> {
+        mut result: ResultObject,
+    ) -> ResultObject {
         if !dialect.has_result_envelope() {
             return result;
         }
-        let complete = !result.contains_key("resultType");
+        let fields = &mut result.fields;
+        let complete = !fields.contains_key("resultType");
         if complete {
-            result.insert("resultType".into(), Value::String("complete".into()));
+            fields.insert("resultType".into(), Value::String("complete".into()));
         }
         if complete && method.is_cacheable() {
             let caches = &self.inner.caches;
@@ -171,19 +178,25 @@ impl Runtime {
                 Method::ResourcesRead => caches.reads,
                 _ => caches.lists,
             };
-            result.insert("ttlMs".into(), Value::from(hint.ttl_ms));
-            result.insert(
+            fields.insert("ttlMs".into(), Value::from(hint.ttl_ms));
+            fields.insert(
                 "cacheScope".into(),
                 serde_json::to_value(hint.scope).unwrap_or_default(),
             );
         }
-        if let Some(view) = self.catalogue().view(dialect) {
-            let meta = result
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(meta) = meta {
+        let catalogue = self.catalogue();
+        let Some(view) = catalogue.view(dialect) else {
+            return result;
+        };
+        match result.fields.get_mut("_meta") {
+            // The handler set `_meta`: add the server info to it.
+            Some(Value::Object(meta)) => {
                 meta.insert(SERVER_INFO_KEY.into(), view.server_info.clone());
             }
+            Some(_) => {}
+            None => result
+                .raw
+                .push(("_meta", std::sync::Arc::clone(&view.result_meta))),
         }
         result
     }

@@ -2,6 +2,7 @@
 //! enabled dialect.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -34,22 +35,26 @@ pub(crate) struct CompiledTool {
 #[derive(Debug, Default)]
 pub(crate) struct Listing {
     pub(crate) items: Vec<Value>,
+    /// The same items serialised, for building pages without re-serialising.
+    pub(crate) raw: Vec<Arc<str>>,
     pub(crate) hash: u64,
 }
 
 impl Listing {
     fn new(items: Vec<Value>, dialect: &Dialect, method: &str) -> Self {
+        let raw: Vec<Arc<str>> = items.iter().map(|i| Arc::from(i.to_string())).collect();
         let mut h = Sha256::new();
         h.update(dialect.version());
         h.update(method);
-        for item in &items {
-            h.update(item.to_string());
+        for item in &raw {
+            h.update(item.as_bytes());
         }
         let digest = h.finalize();
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
         Self {
             items,
+            raw,
             hash: u64::from_be_bytes(first),
         }
     }
@@ -64,6 +69,8 @@ pub(crate) struct DialectView {
     pub(crate) resources: Listing,
     pub(crate) templates: Listing,
     pub(crate) server_info: Value,
+    /// `{"io.modelcontextprotocol/serverInfo": …}` serialised (2026-07-28 results).
+    pub(crate) result_meta: Arc<str>,
 }
 
 pub(crate) struct Catalogue {
@@ -310,6 +317,10 @@ impl Catalogue {
                     prompts: Listing::new(prompts, dialect, "prompts/list"),
                     resources: Listing::new(resource_items, dialect, "resources/list"),
                     templates: Listing::new(template_items, dialect, "resources/templates/list"),
+                    result_meta: Arc::from(
+                        serde_json::json!({ crate::protocol::meta::SERVER_INFO_KEY: &server_info })
+                            .to_string(),
+                    ),
                     server_info: Value::Object(server_info),
                 }
             })
