@@ -193,3 +193,67 @@ pub(crate) fn runtime(
         .build()
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snodo::http::McpService;
+    use snodo::protocol::V2026_07_28;
+
+    async fn read(service: &McpService, uri: &str) -> serde_json::Value {
+        let body = json!({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":uri,
+            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}});
+        let name = format!(
+            "=?base64?{}?=",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, uri)
+        );
+        let req = http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "resources/read")
+            .header("mcp-name", name)
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_string(),
+            )))
+            .unwrap_or_default();
+        let resp = service.handle(req).await;
+        let bytes = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn refuses_everything_outside_the_root() {
+        let dir = std::env::temp_dir().join(format!("snodo-demo-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(dir.join("inner"));
+        let _ = std::fs::write(dir.join("inner/ok.txt"), "fine");
+        #[cfg(unix)]
+        let _ = std::os::unix::fs::symlink("/etc", dir.join("inner/escape"));
+        let runtime =
+            runtime(&dir.join("inner"), vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
+        let service = McpService::new(runtime);
+        let base = Root::new(&dir.join("inner"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .base_uri();
+        let ok = read(&service, &format!("{base}/ok.txt")).await;
+        assert_eq!(ok["result"]["contents"][0]["text"], "fine");
+        for tricky in [
+            "../ok.txt",
+            "%2e%2e/%2e%2e/etc/passwd",
+            "..%2fetc%2fpasswd",
+            "escape/hostname",
+            "ok.txt%00",
+            "%ff%fe",
+            "sub\\..\\ok.txt",
+            "/etc/passwd",
+        ] {
+            let r = read(&service, &format!("{base}/{tricky}")).await;
+            assert_eq!(r["error"]["code"], -32602, "{tricky}: {r}");
+            assert_eq!(r["error"]["message"], "Resource not found", "{tricky}");
+        }
+    }
+}
