@@ -28,7 +28,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .build()?;
     let app = Router::new()
-        .route("/", get(|| async { "an axum application that also speaks MCP at /mcp" }))
+        .route(
+            "/",
+            get(|| async { "an axum application that also speaks MCP at /mcp" }),
+        )
         .route_service("/mcp", McpService::new(runtime));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
