@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--ours", default="snodo")
     ap.add_argument("--floor", default="floor-hyper")
     ap.add_argument("--rmcp", default="rmcp-cached")
+    ap.add_argument("--mem", help="mem.jsonl from compare.sh (RSS split anon/file)")
     a = ap.parse_args()
 
     cells = defaultdict(list)
@@ -122,6 +123,29 @@ def main():
         print(f"| {s} | {fmt(m32)} | {fmt(m256)} | {fmt(stat(s, '2026-07-28', 'call', 256, 'rps')[0], 0)} "
               f"| {fmt(stat(s, '2026-07-28', 'call', 256, 'p99_ms')[0], 2)} |")
     print()
+
+    if a.mem:
+        try:
+            with open(a.mem) as f:
+                ms = [json.loads(l) for l in f if l.strip()]
+        except OSError:
+            ms = []
+        if ms:
+            print("| server | after c=32: RSS = anon + file MiB | after c=256: RSS = anon + file MiB |")
+            print("|---|---|---|")
+            for s in servers:
+                row = [s]
+                for c in (32, 256):
+                    sel = [m for m in ms if m["name"] == s and int(m["conns"]) == c]
+                    if sel:
+                        r = med([m["rss_kb"] / 1024 for m in sel])
+                        an = med([m["anon_kb"] / 1024 for m in sel])
+                        fi = med([m["file_kb"] / 1024 for m in sel])
+                        row.append(f"{r:.1f} = {an:.1f} + {fi:.1f}")
+                    else:
+                        row.append("-")
+                print("| " + " | ".join(row) + " |")
+            print()
 
     print("### issue-8 targets")
     checks = []

@@ -31,6 +31,8 @@
 #   LOADGEN_CPU=1 SERVER_CPU=0 gives the server a core of its own (check srvCPU >= 0.95).
 #   SERVERS ["snodo floor-hyper rmcp-cached"]   KIT [/work/shared/tools/bench]
 #   C256 [1]: 0 skips the c=256 cells.
+#   SNODO_BIN: measure this snodo binary instead of building one (e.g. a saved build of
+#   another commit, for before/after runs).
 # Everything is loopback-only and bounded: each wrk run has DURATION + 15 s timeout.
 set -euo pipefail
 
@@ -48,7 +50,7 @@ BASELINES=${BASELINES:-/tmp/snodo-bench-baselines}
 OUT_DIR=${OUT_DIR:-/tmp/snodo-bench-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT_DIR"
 RAW="$OUT_DIR/runs.jsonl"
-SNODO="$CARGO_TARGET_DIR/release/snodo"
+SNODO=${SNODO_BIN:-$CARGO_TARGET_DIR/release/snodo}
 FLOOR="$BASELINES/floor-server/target/release/mcp-floor"
 RMCP="$BASELINES/rmcp-server/target/release/rmcp-bench-server"
 
@@ -58,9 +60,11 @@ for t in wrk curl taskset python3 ss; do command -v $t >/dev/null || die "$t not
 
 # --- 1. build ---------------------------------------------------------------------------
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  echo "== building snodo (release, thin LTO, codegen-units=1) into $CARGO_TARGET_DIR" >&2
-  (cd "$REPO" && CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-     cargo build --release -q -p snodo-cli)
+  if [ -z "${SNODO_BIN:-}" ]; then
+    echo "== building snodo (release, thin LTO, codegen-units=1) into $CARGO_TARGET_DIR" >&2
+    (cd "$REPO" && CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+       cargo build --release -q -p snodo-cli)
+  fi
   for b in floor-server rmcp-server; do
     mkdir -p "$BASELINES"
     if [ ! -d "$BASELINES/$b" ]; then
@@ -110,8 +114,17 @@ start_server() { # $1=name -> sets SERVER_PID, PORT
   ss -Hltn "sport = :$PORT" | grep -q . || { cat "$OUT_DIR/$name.log" >&2; die "$name did not start"; }
   # The PID that owns the socket (env/taskset exec, so it is SERVER_PID itself).
   local threads; threads=$(ls "/proc/$SERVER_PID/task" | wc -l)
-  echo "$name pid=$SERVER_PID threads=$threads affinity=$(taskset -cp "$SERVER_PID" | awk '{print $NF}') cmd=${cmd[*]}" \
+  echo "$(date -u +%T) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) $name pid=$SERVER_PID threads=$threads affinity=$(taskset -cp "$SERVER_PID" | awk '{print $NF}') cmd=${cmd[*]}" \
     | tee -a "$OUT_DIR/servers.txt" >&2
+}
+
+# RSS split into anonymous memory (heap, stacks: what grows with load) and file-backed
+# pages (the mapped executable and libraries: shared, clean, reclaimable), read right
+# after the last cell at that connection count.
+mem_sample() { # $1=name $2=conns
+  awk -v n="$1" -v c="$2" '/^(VmRSS|RssAnon|RssFile):/{v[$1]=$2}
+    END{printf "{\"name\":\"%s\",\"conns\":%s,\"rss_kb\":%d,\"anon_kb\":%d,\"file_kb\":%d}\n", n, c, v["VmRSS:"], v["RssAnon:"], v["RssFile:"]}' \
+    "/proc/$SERVER_PID/status" >>"$OUT_DIR/mem.jsonl"
 }
 
 # Always name every server target so rows group across repetitions.
@@ -122,9 +135,11 @@ run_one() { # $1=name
   CONNS="1 32" OUT="$RAW" "$KIT/bench.sh" \
     "$u,name=$name,pid=$SERVER_PID" "$u,name=$name,proto=2025-11-25,pid=$SERVER_PID" \
     >>"$OUT_DIR/bench.log" 2>&1 || { tail -20 "$OUT_DIR/bench.log" >&2; die "bench.sh failed for $name"; }
+  mem_sample "$name" 32
   if [ "$C256" = 1 ]; then
     CONNS=256 SCENARIOS=call OUT="$RAW" "$KIT/bench.sh" "$u,name=$name,pid=$SERVER_PID" \
       >>"$OUT_DIR/bench.log" 2>&1 || { tail -20 "$OUT_DIR/bench.log" >&2; die "bench.sh c=256 failed for $name"; }
+    mem_sample "$name" 256
   fi
   stop_server
 }
@@ -135,7 +150,7 @@ cells=$(( 8 + C256 ))
 est=$(( REPS * n * cells * (DURATION + WARMUP + 1) / 60 + 1 ))
 {
   echo "== $(date -u +%FT%TZ) host: $(nproc) x $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2; exit}'), kernel $(uname -r)"
-  echo "== snodo $(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet HEAD -- crates/snodo/src crates/snodo-cli/src || echo '+dirty'); pinning: server CPU ${SERVER_CPU:-any}, wrk CPU ${LOADGEN_CPU:-any}"
+  echo "== snodo ${SNODO_BIN:+binary $SNODO_BIN, }tree $(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet HEAD -- crates/snodo/src crates/snodo-cli/src || echo '+dirty'); pinning: server CPU ${SERVER_CPU:-any}, wrk CPU ${LOADGEN_CPU:-any}"
   echo "== $REPS repetition(s) x $n servers x $cells cells of ${DURATION}s (+${WARMUP}s warm-up): ~${est} min; raw: $RAW"
 } | tee "$OUT_DIR/header.txt" >&2
 for rep in $(seq 1 "$REPS"); do
@@ -152,4 +167,4 @@ echo "## medians per cell (shared kit summarize.py)"
 python3 "$KIT/summarize.py" "$RAW"
 echo
 cat "$OUT_DIR/header.txt"
-python3 "$HERE/compare.py" "$RAW" | tee "$OUT_DIR/table.txt"
+python3 "$HERE/compare.py" "$RAW" --mem "$OUT_DIR/mem.jsonl" | tee "$OUT_DIR/table.txt"

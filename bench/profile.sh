@@ -5,8 +5,9 @@
 #
 # Usage:
 #   bench/profile.sh micro   [N]   # McpService::handle in-process (criterion bench binary,
-#                                  # SNODO_BENCH_ITERS mode), per e2e case: Ir/request and
-#                                  # callgrind_annotate (inclusive + exclusive) of one case
+#                                  # SNODO_BENCH_ITERS mode), per e2e case: Ir and malloc
+#                                  # calls per request; callgrind_annotate (inclusive +
+#                                  # exclusive) of one case
 #   bench/profile.sh server  [N]   # each server (snodo, floor-hyper, rmcp-cached) under
 #                                  # callgrind, one tokio worker, N requests over one
 #                                  # keep-alive connection after a 200-request warm-up:
@@ -14,6 +15,7 @@
 # N defaults to 2000 (micro) / 1000 (server). Output: $OUT_DIR [/tmp/snodo-profile-DATE].
 # CASE=call_echo_2026-07-28 picks the micro case annotated (any e2e case name).
 # Needs the release binaries bench/compare.sh builds (server mode) and valgrind.
+# BENCH_BIN / SNODO_BIN: profile these binaries instead of building / the default path.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,74 +32,79 @@ total_ir() { # callgrind out file -> total Ir (the "summary:"/"totals:" line)
   awk '/^(summary|totals):/{print $2; exit}' "$1"
 }
 
+short() { # shorten registry / toolchain paths in callgrind_annotate lines
+  sed -E 's#/root/\.cargo/registry/src/index\.crates\.io-[0-9a-f]+/##g; s#/rustc/[0-9a-f]+/##g; s# \[[^]]*\]$##'
+}
+
 annotate() { # $1=out file $2=label
   local f=$1 label=$2
   echo "### $label — exclusive (self) Ir, top 40"
-  callgrind_annotate --threshold=99 "$f" 2>/dev/null | sed -n '/^Ir/,$p' | head -45
+  { callgrind_annotate --threshold=99 "$f" 2>/dev/null | sed -n '/^Ir/,$p' | short | head -45; } || true
   echo
   echo "### $label — inclusive Ir, top 60"
-  callgrind_annotate --inclusive=yes --threshold=99 "$f" 2>/dev/null | sed -n '/^Ir/,$p' | head -65
+  { callgrind_annotate --inclusive=yes --threshold=99 "$f" 2>/dev/null | sed -n '/^Ir/,$p' | short | head -65; } || true
 }
 
 case "$MODE" in
 micro)
   N=${2:-2000}
-  echo "== building the hot_path bench binary (profile bench = release + debug=1)" >&2
-  BIN=$(cd "$REPO" && cargo bench -p snodo --bench hot_path --no-run --message-format=json 2>/dev/null \
+  BIN=${BENCH_BIN:-}
+  [ -n "$BIN" ] || { echo "== building the hot_path bench binary (profile bench = release + debug=1)" >&2
+  # Same profile as the server build in compare.sh (thin LTO, 1 CGU): reuses its artifacts.
+  BIN=$(cd "$REPO" && CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo bench -p snodo --bench hot_path --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m.get("target",{}).get("name")=="hot_path" and m.get("executable"):
-        print(m["executable"])' | tail -1)
+        print(m["executable"])' | tail -1); }
   [ -x "$BIN" ] || { echo "bench binary not found" >&2; exit 2; }
   echo "bench binary: $BIN" >&2
-  printf '| case | Ir per request (N=%s, minus N=0) |\n|---|---:|\n' "$N"
+  # Collection is toggled on inside hot_path::round_trip only: the figures are
+  # McpService::handle + collecting the response body, without building the request.
+  printf '| case | Ir per request | malloc calls per request | realloc | memcpy calls |\n|---|---:|---:|---:|---:|\n'
   for c in call_echo_2026-07-28 call_echo_2025-11-25 list_2026-07-28 list_2025-11-25; do
-    for n in 0 "$N"; do
-      SNODO_BENCH_ITERS=$n SNODO_BENCH_CASE=$c valgrind --tool=callgrind \
-        --callgrind-out-file="$OUT_DIR/micro-$c-$n.out" "$BIN" >/dev/null 2>"$OUT_DIR/micro-$c-$n.log"
-    done
-    a=$(total_ir "$OUT_DIR/micro-$c-0.out"); b=$(total_ir "$OUT_DIR/micro-$c-$N.out")
-    printf '| %s | %s |\n' "$c" "$(( (b - a) / N ))"
+    f="$OUT_DIR/micro-$c.out"
+    SNODO_BENCH_ITERS=$N SNODO_BENCH_CASE=$c valgrind --tool=callgrind \
+      --collect-atstart=no --toggle-collect='hot_path::round_trip*' \
+      --callgrind-out-file="$f" "$BIN" >/dev/null 2>"$OUT_DIR/micro-$c.log"
+    read -r m r cp < <(python3 "$HERE/cg_calls.py" "$f" '^malloc$' '^realloc$' 'memcpy' --per "$N" | awk '{printf "%s ", $2} END{print ""}')
+    printf '| %s | %s | %s | %s | %s |\n' "$c" "$(( $(total_ir "$f") / N ))" "$m" "$r" "$cp"
   done
   echo
-  # The annotated profile: only the requests (collection toggled on inside round_trip).
-  SNODO_BENCH_ITERS=$N SNODO_BENCH_CASE=$CASE valgrind --tool=callgrind \
-    --collect-atstart=no --toggle-collect='hot_path::round_trip*' \
-    --callgrind-out-file="$OUT_DIR/micro-$CASE-toggle.out" "$BIN" >/dev/null 2>"$OUT_DIR/micro-toggle.log"
-  echo "toggle-collect total for $CASE: $(( $(total_ir "$OUT_DIR/micro-$CASE-toggle.out") / N )) Ir/request"
-  echo
-  annotate "$OUT_DIR/micro-$CASE-toggle.out" "micro $CASE, $N requests"
+  annotate "$OUT_DIR/micro-$CASE.out" "micro $CASE, $N requests"
   ;;
 server)
   N=${2:-1000}
-  SNODO="$CARGO_TARGET_DIR/release/snodo"
+  SNODO=${SNODO_BIN:-$CARGO_TARGET_DIR/release/snodo}
   FLOOR="$BASELINES/floor-server/target/release/mcp-floor"
   RMCP="$BASELINES/rmcp-server/target/release/rmcp-bench-server"
   for b in "$SNODO" "$FLOOR" "$RMCP"; do [ -x "$b" ] || { echo "missing $b: run bench/compare.sh once" >&2; exit 2; }; done
-  printf '| server | proto | op | Ir per request (server process, N=%s) |\n|---|---|---|---:|\n' "$N"
+  printf '| server | proto | op | Ir per request (server process, N=%s) | malloc calls per request |\n|---|---|---|---:|---:|\n' "$N"
   for s in snodo floor-hyper rmcp-cached; do
     case $s in
-      snodo) port=8950; cmd=(env TOKIO_WORKER_THREADS=1 "$SNODO" fixture --addr 127.0.0.1:$port --protocols 2026-07-28,2025-11-25 --profile echo) ;;
-      floor-hyper) port=8951; cmd=(env FLOOR_WORKERS=1 "$FLOOR" hyper 127.0.0.1:$port) ;;
-      rmcp-cached) port=8952; cmd=(env RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1 "$RMCP" 127.0.0.1:$port) ;;
+      # (variables set around valgrind, not with env(1) under it: valgrind would
+      # instrument env and the server it execs would run natively)
+      snodo) port=8950; vars=(TOKIO_WORKER_THREADS=1); cmd=("$SNODO" fixture --addr 127.0.0.1:$port --protocols 2026-07-28,2025-11-25 --profile echo) ;;
+      floor-hyper) port=8951; vars=(FLOOR_WORKERS=1); cmd=("$FLOOR" hyper 127.0.0.1:$port) ;;
+      rmcp-cached) port=8952; vars=(RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1); cmd=("$RMCP" 127.0.0.1:$port) ;;
     esac
     for proto in 2026-07-28 2025-11-25; do
       for op in call list; do
         out="$OUT_DIR/server-$s-$proto-$op"
-        valgrind --tool=callgrind --callgrind-out-file="$out.%p.out" "${cmd[@]}" >"$out.log" 2>&1 &
+        env "${vars[@]}" valgrind --tool=callgrind --callgrind-out-file="$out.%p.out" "${cmd[@]}" >"$out.log" 2>&1 &
         vpid=$!
         for _ in $(seq 1 300); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
         python3 "$HERE/fixed_client.py" "http://127.0.0.1:$port/mcp" "$op" "$proto" 200
         callgrind_control -z "$vpid" >/dev/null
         python3 "$HERE/fixed_client.py" "http://127.0.0.1:$port/mcp" "$op" "$proto" "$N"
         callgrind_control --dump="measured" "$vpid" >/dev/null
-        kill -INT "$vpid" 2>/dev/null || true
+        kill -TERM "$vpid" 2>/dev/null || true
         wait "$vpid" 2>/dev/null || true
         # the dump requested above is the file with the "measured" description
-        f=$(grep -l '^desc: Trigger: Client Request: measured' "$out".*.out* 2>/dev/null | head -1)
+        f=$(grep -l '^desc: Trigger: dump measured' "$out".*.out* 2>/dev/null | head -1)
         ir=$(total_ir "$f")
-        printf '| %s | %s | %s | %s |\n' "$s" "$proto" "$op" "$(( ir / N ))"
+        m=$(python3 "$HERE/cg_calls.py" "$f" '^malloc$' --per "$N" | awk '{print $2}')
+        printf '| %s | %s | %s | %s | %s |\n' "$s" "$proto" "$op" "$(( ir / N ))" "$m"
         echo "$f" >>"$OUT_DIR/server-files.txt"
       done
     done

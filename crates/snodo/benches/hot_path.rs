@@ -10,11 +10,13 @@
 //!
 //! Run: `cargo bench -p snodo --bench hot_path` (full) or add `-- --quick` (short mode);
 //! `SNODO_BENCH_ITERS=N` instead runs each e2e case N times without criterion and exits
-//! (what `bench/profile.sh` runs under callgrind).
+//! (what `bench/profile.sh` runs under callgrind); `SNODO_BENCH_CASE=name` picks one case,
+//! including `call_echo_1MiB_2026-07-28` (the 1 MiB argument, only run when named).
 //!
 //! The non-streaming path completes without waiting on anything, so each future is
-//! polled to completion with `now_or_never` (no tokio runtime in the measured loop); a
-//! future that would wait panics loudly instead of being measured wrongly.
+//! polled to completion once with `now_or_never` inside an entered current-thread tokio
+//! runtime (the service creates timers and needs one; no scheduler round trip is
+//! measured); a future that would wait panics loudly instead of being measured wrongly.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -271,6 +273,11 @@ criterion_group! {
 }
 
 fn main() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let _entered = rt.enter();
     // Profiling mode: a fixed number of e2e requests, no criterion (callgrind-friendly).
     if let Some(n) = std::env::var("SNODO_BENCH_ITERS")
         .ok()
@@ -278,7 +285,17 @@ fn main() {
     {
         let only = std::env::var("SNODO_BENCH_CASE").ok();
         let svc = McpService::new(runtime());
-        for case in cases() {
+        let mut all = cases();
+        all.push(Case {
+            name: "call_echo_1MiB_2026-07-28",
+            proto: MODERN,
+            method: "tools/call",
+            body: call_body(MODERN, &"a".repeat(1 << 20)).into(),
+        });
+        for case in all {
+            if only.is_none() && case.name.contains("1MiB") {
+                continue;
+            }
             if only.as_deref().is_some_and(|o| o != case.name) {
                 continue;
             }
