@@ -309,27 +309,44 @@ async def sc_oversized_declared(ctx):
     await exchange(ctx, "oversized_declared", [raw], None, {413})
 
 
+def _send_chunked_then_read(host, port, parts):
+    """Blocking: streams `parts` until the server stops reading, then reads the answer.
+
+    A plain socket, because the server answers 413 and closes while the client is still
+    sending: the answer waits in the kernel's receive queue, and a blocking recv() still
+    returns it after the send failed (asyncio would drop it with the transport).
+    """
+    import socket
+    s = socket.create_connection((host, port), timeout=STEP_TIMEOUT)
+    try:
+        for p in parts:
+            try:
+                s.sendall(p)
+            except OSError:
+                break  # the server answered and closed mid-body: fine
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data
+    finally:
+        s.close()
+
+
 async def sc_oversized_chunked(ctx):
     # A chunked body that crosses the limit while streaming.
     h, _ = modern_list(0)
     chunk = b" " * 262144
     piece = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
     parts = [head(ctx.hosthdr, h, chunked=True)] + [piece] * (BODY_LIMIT // len(chunk) + 2) + [b"0\r\n\r\n"]
-    reader, writer = await asyncio.open_connection(ctx.host, ctx.port)
     stats["sent"] += 1
     by_scenario["oversized_chunked"]["sent"] += 1
-    try:
-        for p in parts:
-            writer.write(p)
-            try:
-                await writer.drain()
-            except ConnectionError:
-                break  # the server answered and closed mid-body: fine
-        data = await read_all(reader)
-    except ConnectionError:
-        data = b""
-    finally:
-        writer.close()
+    data = await asyncio.to_thread(_send_chunked_then_read, ctx.host, ctx.port, parts)
     try:
         status, headers, body, _ = parse_one(data)
     except ValueError as e:

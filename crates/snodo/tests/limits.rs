@@ -727,3 +727,56 @@ async fn an_explicit_allow_list_replaces_the_loopback_names() {
         403
     );
 }
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_does_not_hold_a_slot() {
+    let config = HttpConfig::default().connection_limits(
+        2,
+        Duration::from_millis(300),
+        Duration::from_secs(5),
+        100,
+    );
+    let s = start(config).await;
+    let _silent_a = TcpStream::connect(s.addr).await.unwrap();
+    let _silent_b = TcpStream::connect(s.addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let r = tokio::time::timeout(
+        Duration::from_secs(3),
+        s.raw("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+    )
+    .await
+    .expect("served once the silent connections were dropped");
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn a_stalled_body_is_408() {
+    let config = HttpConfig::default().connection_limits(
+        16,
+        Duration::from_secs(5),
+        Duration::from_millis(300),
+        100,
+    );
+    let s = start(config).await;
+    let mut stream = TcpStream::connect(s.addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        s.addr
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let (status, _) = read_response(&mut stream).await.expect("an answer");
+    assert_eq!(status, 408);
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn positional_arrays_are_not_requests() {
+    let s = start(HttpConfig::default()).await;
+    let body = r#"["2.0",7,"tools/call",{"name":"echo","arguments":{"text":"positional"}}]"#;
+    let r = s
+        .post(&[("MCP-Protocol-Version", "2025-11-25")], body)
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32600);
+}

@@ -41,6 +41,8 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// Time a client has to send the request head (slow-header protection).
     pub header_read_timeout: Duration,
+    /// Time a client has to send the whole body once the head arrived (408 beyond).
+    pub body_read_timeout: Duration,
     /// Most request headers (431 beyond).
     pub max_headers: usize,
     /// Identifies the caller of every request (none: every caller is anonymous).
@@ -57,6 +59,11 @@ impl fmt::Debug for HttpConfig {
             .field("max_concurrent", &self.max_concurrent)
             .field("max_queued", &self.max_queued)
             .field("request_timeout", &self.request_timeout)
+            .field("keep_alive", &self.keep_alive)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("max_headers", &self.max_headers)
             .field("authenticator", &self.authenticator.is_some())
             .finish_non_exhaustive()
     }
@@ -78,6 +85,7 @@ impl Default for HttpConfig {
             max_connections: 1024,
             header_read_timeout: Duration::from_secs(10),
             max_headers: 100,
+            body_read_timeout: Duration::from_secs(30),
             authenticator: None,
         }
     }
@@ -129,6 +137,23 @@ impl HttpConfig {
     #[must_use]
     pub fn max_listen_streams(mut self, n: usize) -> Self {
         self.max_listen_streams = n;
+        self
+    }
+
+    /// Sets the connection limits: open connections, time to send the head, time to
+    /// send the body, and the most headers.
+    #[must_use]
+    pub fn connection_limits(
+        mut self,
+        max_connections: usize,
+        header_read: Duration,
+        body_read: Duration,
+        max_headers: usize,
+    ) -> Self {
+        self.max_connections = max_connections;
+        self.header_read_timeout = header_read;
+        self.body_read_timeout = body_read;
+        self.max_headers = max_headers;
         self
     }
 

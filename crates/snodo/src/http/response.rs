@@ -81,6 +81,14 @@ pub(crate) fn payload_too_large() -> Response<Body> {
     )
 }
 
+/// 408: the body did not arrive in time.
+pub(crate) fn body_timeout() -> Response<Body> {
+    http_error(
+        StatusCode::REQUEST_TIMEOUT,
+        "Request Timeout: the request body did not arrive in time",
+    )
+}
+
 /// 400: the body could not be read.
 pub(crate) fn bad_body() -> Response<Body> {
     http_error(

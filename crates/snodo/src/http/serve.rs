@@ -5,9 +5,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
@@ -82,12 +82,14 @@ impl Server {
         let cfg = self.service.config();
         let connections =
             std::sync::Arc::new(tokio::sync::Semaphore::new(cfg.max_connections.max(1)));
-        let mut builder = auto::Builder::new(TokioExecutor::new());
+        // HTTP/1.1 only: every limit below applies to it (MCP clients speak HTTP/1.1;
+        // put a proxy in front for HTTP/2 or TLS).
+        let mut builder = http1::Builder::new();
         builder
-            .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(cfg.header_read_timeout)
             .max_headers(cfg.max_headers);
+        let head_timeout = cfg.header_read_timeout;
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -121,11 +123,16 @@ impl Server {
                     Ok::<_, std::convert::Infallible>(resp)
                 }
             });
-            let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                .into_owned();
-            let conn = graceful.watch(conn);
+            let builder = builder.clone();
+            let watcher = graceful.watcher();
             tokio::spawn(async move {
+                // A client that sends nothing at all must not hold a connection slot.
+                let mut first = [0u8; 1];
+                match tokio::time::timeout(head_timeout, stream.peek(&mut first)).await {
+                    Ok(Ok(n)) if n > 0 => {}
+                    _ => return,
+                }
+                let conn = watcher.watch(builder.serve_connection(TokioIo::new(stream), svc));
                 if let Err(e) = conn.await {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }

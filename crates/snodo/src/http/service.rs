@@ -134,7 +134,14 @@ impl McpService {
         {
             return Err(response::payload_too_large());
         }
-        let bytes: Bytes = match Limited::new(body, cfg.max_body_bytes).collect().await {
+        let collected = tokio::time::timeout(
+            cfg.body_read_timeout,
+            Limited::new(body, cfg.max_body_bytes).collect(),
+        );
+        let Ok(collected) = collected.await else {
+            return Err(response::body_timeout());
+        };
+        let bytes: Bytes = match collected {
             Ok(c) => c.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => {
                 return Err(response::payload_too_large());

@@ -117,6 +117,24 @@ impl<'a> Incoming<'a> {
     /// that is not a single JSON-RPC message (a batch array, a wrong `jsonrpc` tag, a
     /// bad id) is `-32600`, with the id echoed when it could be read.
     pub fn parse(body: &'a [u8]) -> Result<Self, RpcError> {
+        // Only a JSON object is a message: serde would also accept the positional
+        // (array) form of the envelope, which JSON-RPC does not have.
+        match body.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => {}
+            Some(b'[') if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
+                return Err(RpcError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",
+                ));
+            }
+            Some(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
+                return Err(RpcError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid Request: the body must be a JSON object",
+                ));
+            }
+            _ => return Err(RpcError::new(ErrorCode::PARSE_ERROR, "Parse error")),
+        }
         let env: RawEnvelope<'a> = serde_json::from_slice(body).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => RpcError::new(
                 ErrorCode::INVALID_REQUEST,

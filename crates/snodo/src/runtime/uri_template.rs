@@ -148,6 +148,10 @@ fn percent_decode(s: &str) -> Option<String> {
     while i < bytes.len() {
         if bytes[i] == b'%' {
             let hex = s.get(i + 1..i + 3)?;
+            // Exactly two hex digits (from_str_radix alone would accept "+0").
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
             out.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
         } else {
@@ -183,5 +187,6 @@ mod tests {
         assert!(UriTemplate::parse("x://{a,b}").is_err());
         assert!(UriTemplate::parse("x://{a").is_err());
         assert!(percent_decode("%zz").is_none());
+        assert!(percent_decode("a%+0b").is_none());
     }
 }
