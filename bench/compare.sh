@@ -3,7 +3,7 @@
 # ONE run, repeated, printed as medians and ratios (issue 8).
 #
 # Usage: bench/compare.sh            # build if needed, 3 repetitions, ~17 min
-#        QUICK=1 bench/compare.sh    # 1 repetition of 3 s cells (~4 min): a smoke test
+#        QUICK=1 bench/compare.sh    # 1 repetition of 3 s cells (~3 min): a smoke test
 #
 # What it does
 #   1. builds (release, thin LTO, codegen-units=1 — the baselines' profile) our

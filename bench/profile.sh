@@ -13,7 +13,8 @@
 #                                  # keep-alive connection after a 200-request warm-up:
 #                                  # Ir/request server-side, for each case
 # N defaults to 2000 (micro) / 1000 (server). Output: $OUT_DIR [/tmp/snodo-profile-DATE].
-# CASE=call_echo_2026-07-28 picks the micro case annotated (any e2e case name).
+# CASE=call_echo_2026-07-28 picks the micro case annotated (any e2e case name);
+# SERVERS="snodo" limits server mode to some of snodo, floor-hyper, rmcp-cached.
 # Needs the release binaries bench/compare.sh builds (server mode) and valgrind.
 # BENCH_BIN / SNODO_BIN: profile these binaries instead of building / the default path.
 set -euo pipefail
@@ -80,7 +81,7 @@ server)
   RMCP="$BASELINES/rmcp-server/target/release/rmcp-bench-server"
   for b in "$SNODO" "$FLOOR" "$RMCP"; do [ -x "$b" ] || { echo "missing $b: run bench/compare.sh once" >&2; exit 2; }; done
   printf '| server | proto | op | Ir per request (server process, N=%s) | malloc calls per request |\n|---|---|---|---:|---:|\n' "$N"
-  for s in snodo floor-hyper rmcp-cached; do
+  for s in ${SERVERS:-snodo floor-hyper rmcp-cached}; do
     case $s in
       # (variables set around valgrind, not with env(1) under it: valgrind would
       # instrument env and the server it execs would run natively)
@@ -110,8 +111,8 @@ server)
     done
   done
   echo
-  f=$(grep snodo-2026-07-28-call "$OUT_DIR/server-files.txt" | head -1)
-  annotate "$f" "server snodo 2026-07-28 tools/call, $N requests"
+  f=$(grep snodo-2026-07-28-call "$OUT_DIR/server-files.txt" | head -1 || true)
+  [ -n "$f" ] && annotate "$f" "server snodo 2026-07-28 tools/call, $N requests (inclusive is the useful part)"
   ;;
 *) echo "usage: $0 micro|server [N]" >&2; exit 2 ;;
 esac
