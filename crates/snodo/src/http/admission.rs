@@ -118,7 +118,7 @@ pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Refused> {
     {
         for item in value.split(',') {
             let mut parts = item.split(';');
-            let range = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+            let range = parts.next().unwrap_or_default().trim();
             let refused = parts.any(|p| {
                 let p = p.trim();
                 p.strip_prefix("q=")
@@ -127,11 +127,13 @@ pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Refused> {
             if refused {
                 continue;
             }
-            match range.as_str() {
-                "*/*" => (json, sse) = (true, true),
-                "application/json" | "application/*" => json = true,
-                "text/event-stream" | "text/*" => sse = true,
-                _ => {}
+            let is = |media: &str| range.eq_ignore_ascii_case(media);
+            if is("*/*") {
+                (json, sse) = (true, true);
+            } else if is("application/json") || is("application/*") {
+                json = true;
+            } else if is("text/event-stream") || is("text/*") {
+                sse = true;
             }
         }
     }

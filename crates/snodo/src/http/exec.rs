@@ -241,8 +241,3 @@ pub(crate) fn cancel_by_notification(
         shared.inflight.cancel(principal, &c.request_id);
     }
 }
-
-/// Cancels every execution (after the shutdown drain period).
-pub(crate) fn cancel_all(root: &CancellationToken) {
-    root.cancel();
-}

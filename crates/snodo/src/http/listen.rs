@@ -150,11 +150,11 @@ pub(crate) fn serve(
     )));
     let keep_alive = shared.config.keep_alive;
     let closing = shared.closing.clone();
+    // The server info as the request's own dialect publishes it.
     let server_info = shared
         .runtime
         .catalogue()
-        .views
-        .first()
+        .view(call.dialect)
         .map(|v| v.server_info.clone());
     tokio::spawn(async move {
         let _slot = slot;

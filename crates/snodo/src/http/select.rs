@@ -9,7 +9,7 @@
 //!   refused (the 2025-03-26 fallback is not implemented).
 
 use base64::Engine as _;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY};
@@ -17,9 +17,9 @@ use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcErr
 use crate::router::Call;
 use crate::runtime::Runtime;
 
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-pub(crate) const MCP_METHOD: &str = "mcp-method";
-pub(crate) const MCP_NAME: &str = "mcp-name";
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// A refusal: the error and the HTTP status it travels with.
 #[derive(Debug)]
@@ -52,7 +52,7 @@ impl Rejection {
 
 /// Reads a header that must appear at most once, trimmed of optional whitespace.
 /// `Err` when it is repeated or not visible ASCII.
-fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
+fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, RpcError> {
     let mut values = headers.get_all(name).iter();
     match (values.next(), values.next()) {
         (None, _) => Ok(None),
@@ -109,7 +109,7 @@ pub(crate) fn admit_request(
     let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
     let method = Method::parse(method_name);
     let mut params = params_map(params).map_err(fail)?;
-    let header = single(headers, PROTOCOL_VERSION).map_err(fail)?;
+    let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
     let body_version = meta_version(&params).map(str::to_owned);
 
     if method == Method::Initialize && body_version.is_none() {
@@ -199,7 +199,7 @@ fn check_stateless(
     method_name: &str,
     params: &mut Map<String, Value>,
 ) -> Result<(), RpcError> {
-    match single(headers, MCP_METHOD)? {
+    match single(headers, &MCP_METHOD)? {
         None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
         Some(h) if h != method_name => {
             return Err(RpcError::header_mismatch(format!(
@@ -225,7 +225,7 @@ fn check_stateless(
         )));
     }
     if let Some(field) = method.name_field() {
-        let header = single(headers, MCP_NAME)?
+        let header = single(headers, &MCP_NAME)?
             .ok_or_else(|| RpcError::header_mismatch("Missing Mcp-Name header"))?;
         let header = decode_header_value("Mcp-Name", header)?;
         if let Some(body) = params.get(field).and_then(Value::as_str) {
@@ -243,9 +243,10 @@ fn check_stateless(
             .and_then(Value::as_str)
             .and_then(|n| catalogue.tool(n));
         for p in tool.map(|t| t.param_headers.as_slice()).unwrap_or_default() {
-            let name = format!("mcp-param-{}", p.name);
+            let name = HeaderName::from_bytes(format!("mcp-param-{}", p.name).as_bytes())
+                .map_err(|_| RpcError::header_mismatch("Invalid Mcp-Param header name"))?;
             let header = single(headers, &name)?
-                .map(|h| decode_header_value(&name, h))
+                .map(|h| decode_header_value(name.as_str(), h))
                 .transpose()?;
             p.check(params.get("arguments"), header.as_deref())?;
         }
@@ -258,7 +259,7 @@ pub(crate) fn admit_notification(
     runtime: &Runtime,
     headers: &HeaderMap,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = single(headers, PROTOCOL_VERSION).map_err(Rejection::admission)?;
+    let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
     match header {
         // Header rules for notification POSTs are not defined in 2026-07-28.
         None => runtime.stateless_dialect().ok_or_else(|| {
@@ -307,8 +308,8 @@ mod tests {
         );
         let mut h = HeaderMap::new();
         h.append("mcp-name", http::HeaderValue::from_static("  echo\t"));
-        assert_eq!(single(&h, "mcp-name").ok().flatten(), Some("echo"));
+        assert_eq!(single(&h, &MCP_NAME).ok().flatten(), Some("echo"));
         h.append("mcp-name", http::HeaderValue::from_static("echo"));
-        assert!(single(&h, "mcp-name").is_err());
+        assert!(single(&h, &MCP_NAME).is_err());
     }
 }

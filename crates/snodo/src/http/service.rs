@@ -87,7 +87,7 @@ impl McpService {
     /// Cancels every request still executing (the server does this after the shutdown
     /// drain period).
     pub fn cancel_all(&self) {
-        exec::cancel_all(&self.shared.root);
+        self.shared.root.cancel();
     }
 
     /// Answers one HTTP request.

@@ -11,7 +11,7 @@ use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 
 impl Runtime {
-    pub(super) async fn call_tool(&self, mut call: Call, ctx: RequestContext) -> Interactive {
+    pub(super) async fn call_tool(&self, call: &mut Call, ctx: RequestContext) -> Interactive {
         let name = req_str(&call.params, "name")?.to_owned();
         let arguments = match call.params.remove("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
@@ -49,7 +49,7 @@ impl Runtime {
         if !problems.is_empty() {
             // A readable execution error lets the model correct its call.
             let message = format!("Invalid arguments for tool {name}: {}", problems.join("; "));
-            return Ok(shape(&call, ToolResult::error(message))?);
+            return Ok(shape(call, ToolResult::error(message))?);
         }
         let result = match (tool.handler)(arguments, ctx).await {
             Ok(r) => r,
@@ -60,7 +60,7 @@ impl Runtime {
                 }));
             }
         };
-        Ok(shape(&call, result)?)
+        Ok(shape(call, result)?)
     }
 }
 

@@ -51,7 +51,7 @@ fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
 }
 
 impl Runtime {
-    pub(super) async fn get_prompt(&self, call: Call, ctx: RequestContext) -> Interactive {
+    pub(super) async fn get_prompt(&self, call: &Call, ctx: RequestContext) -> Interactive {
         let name = req_str(&call.params, "name")?;
         let args = string_map(call.params.get("arguments"), "arguments")?;
         let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
@@ -94,7 +94,7 @@ impl Runtime {
         Ok(out)
     }
 
-    pub(super) async fn read_resource(&self, call: Call, ctx: RequestContext) -> Interactive {
+    pub(super) async fn read_resource(&self, call: &Call, ctx: RequestContext) -> Interactive {
         let uri = req_str(&call.params, "uri")?.to_owned();
         if !uri.contains(':') {
             return Err(RpcError::invalid_params("Resource URI must be absolute").into());

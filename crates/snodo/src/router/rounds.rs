@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::{Call, Output, Stop};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
-use crate::runtime::context::{ContextInit, RequestContext};
+use crate::runtime::context::{ContextInit, Principal, RequestContext};
 use crate::runtime::input::{InputRequired, StateContents};
 
 /// Params only multi round-trip requests (and 2025-11-25 tasks) use.
@@ -22,23 +22,26 @@ impl Runtime {
                 "Tasks and multi-round-trip inputs are not supported",
             ));
         }
-        let scope = round_scope(&call, &init);
+        let mut call = call;
+        let principal = init.principal.clone();
+        // The scope is only formatted when a requestState is opened or sealed.
+        let scope = |call: &Call| round_scope(call, principal.as_ref());
         let contents = if stateless {
-            self.open_round(&call, &scope)?
+            self.open_round(&call, scope)?
         } else {
             StateContents::default()
         };
         let ctx = RequestContext::with_answers(init, contents.answers, contents.app.clone());
         let outcome = match call.method {
-            Method::ToolsCall => self.call_tool(call, ctx.clone()).await,
-            Method::PromptsGet => self.get_prompt(call, ctx.clone()).await,
-            _ => self.read_resource(call, ctx.clone()).await,
+            Method::ToolsCall => self.call_tool(&mut call, ctx.clone()).await,
+            Method::PromptsGet => self.get_prompt(&call, ctx.clone()).await,
+            _ => self.read_resource(&call, ctx.clone()).await,
         };
         match outcome {
             Ok(result) => Ok(result),
             Err(Stop::Error(e)) => Err(e),
             Err(Stop::Input(input)) if stateless => {
-                Ok(self.input_required(&scope, ctx.answers(), contents.app, input))
+                Ok(self.input_required(&scope(&call), ctx.answers(), contents.app, input))
             }
             Err(Stop::Input(_)) => Err(RpcError::internal(
                 "The handler asked for input in a way this protocol version cannot carry",
@@ -48,10 +51,14 @@ impl Runtime {
 
     /// Reads `inputResponses` and verifies `requestState`; the answers of this round
     /// and earlier ones, merged.
-    fn open_round(&self, call: &Call, scope: &str) -> Result<StateContents, RpcError> {
+    fn open_round(
+        &self,
+        call: &Call,
+        scope: impl Fn(&Call) -> String,
+    ) -> Result<StateContents, RpcError> {
         let mut contents = match call.params.get("requestState") {
             None | Some(Value::Null) => StateContents::default(),
-            Some(Value::String(s)) => self.inner.signer.open(scope, s)?,
+            Some(Value::String(s)) => self.inner.signer.open(&scope(call), s)?,
             Some(_) => return Err(RpcError::invalid_params("requestState must be a string")),
         };
         match call.params.get("inputResponses") {
@@ -90,13 +97,13 @@ impl Runtime {
 }
 
 /// What a `requestState` is bound to: the method, its target and the caller.
-fn round_scope(call: &Call, init: &ContextInit) -> String {
+fn round_scope(call: &Call, principal: Option<&Principal>) -> String {
     let target = call
         .method
         .name_field()
         .and_then(|f| call.params.get(f))
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let principal = init.principal.as_ref().map(|p| p.id()).unwrap_or_default();
+    let principal = principal.map(Principal::id).unwrap_or_default();
     format!("{}\u{1f}{target}\u{1f}{principal}", call.method_name)
 }

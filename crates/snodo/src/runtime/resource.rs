@@ -150,28 +150,28 @@ impl Resource {
     /// Sets the description.
     #[must_use]
     pub fn description(mut self, d: impl Into<String>) -> Self {
-        self.info.description = Some(d.into());
+        self.info = self.info.description(d);
         self
     }
 
     /// Sets the title.
     #[must_use]
     pub fn title(mut self, t: impl Into<String>) -> Self {
-        self.info.title = Some(t.into());
+        self.info = self.info.title(t);
         self
     }
 
     /// Sets the MIME type.
     #[must_use]
     pub fn mime_type(mut self, m: impl Into<String>) -> Self {
-        self.info.mime_type = Some(m.into());
+        self.info = self.info.mime_type(m);
         self
     }
 
     /// Adds an icon.
     #[must_use]
     pub fn icon(mut self, icon: Icon) -> Self {
-        self.info.icons.push(icon);
+        self.info = self.info.icon(icon);
         self
     }
 
