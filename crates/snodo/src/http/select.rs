@@ -10,9 +10,11 @@
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY};
+use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, Key, MetaParse, PROTOCOL_VERSION_KEY};
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
@@ -83,19 +85,45 @@ fn decode_header_value(name: &str, raw: &str) -> Result<String, RpcError> {
         })
 }
 
-/// Parses `params` (already known to be an object, if present).
-fn params_map(
-    params: Option<&serde_json::value::RawValue>,
-) -> Result<Map<String, Value>, RpcError> {
-    match params {
-        None => Ok(Map::new()),
-        Some(raw) => serde_json::from_str(raw.get())
-            .map_err(|_| RpcError::invalid_params("Invalid params: params must be a JSON object")),
+/// `params` read in one pass: `_meta` parsed into its typed form (no intermediate
+/// `Map`), every other member kept as JSON for the router.
+#[derive(Default)]
+struct SplitParams {
+    meta: Option<MetaParse>,
+    rest: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for SplitParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SplitParams;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a params object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SplitParams, A::Error> {
+                let mut out = SplitParams::default();
+                while let Some(Key(key)) = map.next_key()? {
+                    if key == "_meta" {
+                        out.meta = Some(map.next_value()?);
+                    } else {
+                        out.rest.insert(key.into_owned(), map.next_value()?);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
-fn meta_version(params: &Map<String, Value>) -> Option<&str> {
-    params.get("_meta")?.get(PROTOCOL_VERSION_KEY)?.as_str()
+/// Parses `params` (already known to be an object, if present).
+fn split_params(params: Option<&serde_json::value::RawValue>) -> Result<SplitParams, RpcError> {
+    match params {
+        None => Ok(SplitParams::default()),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| RpcError::invalid_params("Invalid params: params must be a JSON object")),
+    }
 }
 
 /// Admits a request: chooses its dialect and applies that dialect's rules.
@@ -108,9 +136,11 @@ pub(crate) fn admit_request(
 ) -> Result<Call, Rejection> {
     let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
     let method = Method::parse(method_name);
-    let mut params = params_map(params).map_err(fail)?;
+    let SplitParams { meta, rest: params } = split_params(params).map_err(fail)?;
     let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
-    let body_version = meta_version(&params).map(str::to_owned);
+    let body_version = meta
+        .as_ref()
+        .and_then(|m| m.meta.protocol_version.as_deref());
 
     if method == Method::Initialize && body_version.is_none() {
         if let Some(dialect) = select_initialize(runtime, &params, header) {
@@ -123,7 +153,8 @@ pub(crate) fn admit_request(
                     .with_id(id.clone()),
                 ));
             }
-            let meta = RequestMeta::from_value(params.remove("_meta"))
+            let meta = meta
+                .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
                 .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
             return Ok(Call {
                 dialect,
@@ -151,16 +182,25 @@ pub(crate) fn admit_request(
             header,
         )));
     };
-    if body_version.as_deref().is_some_and(|b| b != header) {
+    if body_version.is_some_and(|b| b != header) {
         return Err(fail(RpcError::header_mismatch(format!(
             "MCP-Protocol-Version header {header:?} does not match params._meta protocolVersion {:?}",
             body_version.unwrap_or_default()
         ))));
     }
     if dialect.is_stateless() {
-        check_stateless(runtime, headers, method, method_name, &mut params).map_err(fail)?;
+        check_stateless(
+            runtime,
+            headers,
+            method,
+            method_name,
+            meta.as_ref(),
+            &params,
+        )
+        .map_err(fail)?;
     }
-    let meta = RequestMeta::from_value(params.remove("_meta"))
+    let meta = meta
+        .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
         .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
     Ok(Call {
         dialect,
@@ -197,7 +237,8 @@ fn check_stateless(
     headers: &HeaderMap,
     method: Method,
     method_name: &str,
-    params: &mut Map<String, Value>,
+    meta: Option<&MetaParse>,
+    params: &Map<String, Value>,
 ) -> Result<(), RpcError> {
     match single(headers, &MCP_METHOD)? {
         None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
@@ -208,18 +249,18 @@ fn check_stateless(
         }
         Some(_) => {}
     }
-    let Some(meta) = params.get("_meta") else {
+    let Some(meta) = meta else {
         return Err(RpcError::invalid_params("Missing required params._meta"));
     };
-    let Some(meta) = meta.as_object() else {
+    if !meta.is_object {
         return Err(RpcError::invalid_params("params._meta must be an object"));
-    };
-    if !meta.contains_key(PROTOCOL_VERSION_KEY) {
+    }
+    if !meta.has_version {
         return Err(RpcError::invalid_params(format!(
             "Missing required _meta {PROTOCOL_VERSION_KEY}"
         )));
     }
-    if !meta.contains_key(CLIENT_CAPABILITIES_KEY) {
+    if !meta.has_capabilities {
         return Err(RpcError::invalid_params(format!(
             "Missing required _meta {CLIENT_CAPABILITIES_KEY}"
         )));

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::RpcError;
@@ -93,61 +96,209 @@ impl RequestMeta {
         let Some(meta) = meta else {
             return Ok(Self::default());
         };
-        let Value::Object(mut map) = meta else {
+        let Value::Object(map) = meta else {
             return Err(RpcError::invalid_params("_meta must be an object"));
         };
         let mut out = Self {
             present: true,
             ..Self::default()
         };
-        if let Some(v) = map.remove(PROTOCOL_VERSION_KEY) {
-            let Value::String(s) = v else {
-                return Err(RpcError::invalid_params(format!(
-                    "{PROTOCOL_VERSION_KEY} must be a string"
-                )));
-            };
-            out.protocol_version = Some(s);
+        for (key, value) in map {
+            out.accept(key, value)?;
         }
-        if let Some(v) = map.remove(CLIENT_CAPABILITIES_KEY) {
-            let Value::Object(caps) = v else {
-                return Err(RpcError::invalid_params(format!(
-                    "{CLIENT_CAPABILITIES_KEY} must be an object"
-                )));
-            };
-            out.client_capabilities = Some(caps);
-        }
-        if let Some(v) = map.remove(CLIENT_INFO_KEY) {
-            let valid = v.get("name").is_some_and(Value::is_string)
-                && v.get("version").is_some_and(Value::is_string);
-            if !valid {
-                return Err(RpcError::invalid_params(format!(
-                    "{CLIENT_INFO_KEY} must be an object with string name and version"
-                )));
-            }
-            out.client_info = Some(v);
-        }
-        if let Some(v) = map.remove(LOG_LEVEL_KEY) {
-            out.log_level = Some(v.as_str().and_then(LogLevel::parse).ok_or_else(|| {
-                RpcError::invalid_params(format!("{LOG_LEVEL_KEY} must be a known log level"))
-            })?);
-        }
-        if let Some(v) = map.remove("progressToken") {
-            out.progress_token = Some(match v {
-                Value::String(s) if s.len() <= MAX_STRING_ID_LEN => {
-                    ProgressToken::String(s.as_str().into())
-                }
-                Value::Number(n) if n.is_i64() => {
-                    ProgressToken::Number(n.as_i64().unwrap_or_default())
-                }
-                _ => {
-                    return Err(RpcError::invalid_params(
-                        "progressToken must be a string of at most 256 bytes or an integer",
-                    ));
-                }
-            });
-        }
-        out.other = map;
         Ok(out)
+    }
+
+    /// Takes one `_meta` member: a known key is validated into its field, any other
+    /// key is kept in [`other`](Self::other).
+    fn accept(
+        &mut self,
+        key: impl AsRef<str> + Into<String>,
+        value: Value,
+    ) -> Result<(), RpcError> {
+        match key.as_ref() {
+            PROTOCOL_VERSION_KEY => {
+                let Value::String(s) = value else {
+                    return Err(RpcError::invalid_params(format!(
+                        "{PROTOCOL_VERSION_KEY} must be a string"
+                    )));
+                };
+                self.protocol_version = Some(s);
+            }
+            CLIENT_CAPABILITIES_KEY => {
+                let Value::Object(caps) = value else {
+                    return Err(RpcError::invalid_params(format!(
+                        "{CLIENT_CAPABILITIES_KEY} must be an object"
+                    )));
+                };
+                self.client_capabilities = Some(caps);
+            }
+            CLIENT_INFO_KEY => {
+                let valid = value.get("name").is_some_and(Value::is_string)
+                    && value.get("version").is_some_and(Value::is_string);
+                if !valid {
+                    return Err(RpcError::invalid_params(format!(
+                        "{CLIENT_INFO_KEY} must be an object with string name and version"
+                    )));
+                }
+                self.client_info = Some(value);
+            }
+            LOG_LEVEL_KEY => {
+                self.log_level =
+                    Some(value.as_str().and_then(LogLevel::parse).ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "{LOG_LEVEL_KEY} must be a known log level"
+                        ))
+                    })?);
+            }
+            "progressToken" => {
+                self.progress_token = Some(match value {
+                    Value::String(s) if s.len() <= MAX_STRING_ID_LEN => {
+                        ProgressToken::String(s.as_str().into())
+                    }
+                    Value::Number(n) if n.is_i64() => {
+                        ProgressToken::Number(n.as_i64().unwrap_or_default())
+                    }
+                    _ => {
+                        return Err(RpcError::invalid_params(
+                            "progressToken must be a string of at most 256 bytes or an integer",
+                        ));
+                    }
+                });
+            }
+            _ => {
+                self.other.insert(key.into(), value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `params._meta` read straight from the request text (no intermediate `Map`): the
+/// parsed metadata, the first validation error (reported once the dialect is known),
+/// and what the 2026-07-28 presence rules look at.
+#[derive(Debug, Default)]
+pub(crate) struct MetaParse {
+    pub(crate) meta: RequestMeta,
+    pub(crate) error: Option<RpcError>,
+    pub(crate) is_object: bool,
+    pub(crate) has_version: bool,
+    pub(crate) has_capabilities: bool,
+}
+
+impl MetaParse {
+    fn not_an_object() -> Self {
+        Self {
+            meta: RequestMeta {
+                present: true,
+                ..RequestMeta::default()
+            },
+            error: Some(RpcError::invalid_params("_meta must be an object")),
+            ..Self::default()
+        }
+    }
+
+    /// The metadata, or its first validation error.
+    pub(crate) fn into_result(self) -> Result<RequestMeta, RpcError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.meta),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MetaParse {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MetaVisitor)
+    }
+}
+
+struct MetaVisitor;
+
+impl<'de> Visitor<'de> for MetaVisitor {
+    type Value = MetaParse;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a _meta object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetaParse, A::Error> {
+        let mut out = MetaParse {
+            meta: RequestMeta {
+                present: true,
+                ..RequestMeta::default()
+            },
+            is_object: true,
+            ..MetaParse::default()
+        };
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let value: Value = map.next_value()?;
+            match &*key.0 {
+                PROTOCOL_VERSION_KEY => out.has_version = true,
+                CLIENT_CAPABILITIES_KEY => out.has_capabilities = true,
+                _ => {}
+            }
+            if out.error.is_none() {
+                if let Err(e) = out.meta.accept(key.0, value) {
+                    out.error = Some(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MetaParse, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(MetaParse::not_an_object())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<MetaParse, E> {
+        Ok(MetaParse::not_an_object())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<MetaParse, E> {
+        Ok(MetaParse::not_an_object())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<MetaParse, E> {
+        Ok(MetaParse::not_an_object())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<MetaParse, E> {
+        Ok(MetaParse::not_an_object())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<MetaParse, E> {
+        Ok(MetaParse::not_an_object())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<MetaParse, E> {
+        Ok(MetaParse::not_an_object())
+    }
+}
+
+/// An object key, borrowed from the request text when it has no escapes.
+pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
