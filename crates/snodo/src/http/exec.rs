@@ -19,7 +19,7 @@ use super::body::Body;
 use super::inflight::InFlight;
 use super::response;
 use super::service::Shared;
-use crate::protocol::jsonrpc::{error_message, result_message};
+use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::{Answer, Call};
 use crate::runtime::Runtime;
@@ -41,7 +41,7 @@ enum Ended {
 /// The final JSON-RPC message and the HTTP status it would have on its own.
 fn final_message(dialect: &Dialect, id: &RequestId, ended: Ended) -> Option<(StatusCode, Bytes)> {
     match ended {
-        Ended::Done(Ok(result)) => Some((StatusCode::OK, result_message(id, &result.to_json()))),
+        Ended::Done(Ok(result)) => Some((StatusCode::OK, result.message(id))),
         Ended::Done(Err(e)) => {
             let status = if dialect.errors_in_band() {
                 StatusCode::OK

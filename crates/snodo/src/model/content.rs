@@ -268,6 +268,11 @@ impl ToolResult {
         &self.content
     }
 
+    /// Whether the handler set a result `_meta`.
+    pub(crate) fn has_meta(&self) -> bool {
+        self.meta.is_some()
+    }
+
     /// The structured content, if any.
     #[must_use]
     pub fn structured_content(&self) -> Option<&Value> {

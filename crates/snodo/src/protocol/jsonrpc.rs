@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::io::Write as _;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -288,9 +289,11 @@ pub fn request_message(id: &RequestId, method: &str, params: &impl Serialize) ->
     )
 }
 
-fn write_id(out: &mut Vec<u8>, id: &RequestId) {
+pub(crate) fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
-        RequestId::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        RequestId::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
         RequestId::String(s) => {
             let _ = serde_json::to_writer(&mut *out, s.as_ref());
         }

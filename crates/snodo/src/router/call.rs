@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Call, Interactive, Output, Stop, req_str};
+use super::{Call, ResultObject, Stop, req_str};
 use crate::model::ToolResult;
 use crate::protocol::RpcError;
 use crate::runtime::Runtime;
@@ -11,7 +11,11 @@ use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 
 impl Runtime {
-    pub(super) async fn call_tool(&self, call: &mut Call, ctx: RequestContext) -> Interactive {
+    pub(super) async fn call_tool(
+        &self,
+        call: &mut Call,
+        ctx: RequestContext,
+    ) -> Result<ResultObject, Stop> {
         let name = req_str(&call.params, "name")?.to_owned();
         let arguments = match call.params.remove("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
@@ -64,25 +68,33 @@ impl Runtime {
     }
 }
 
-/// Serialises a tool result for the dialect.
-fn shape(call: &Call, result: ToolResult) -> Output {
-    if !call.dialect.structured_content_any_json()
+/// Serialises a tool result for the dialect: straight to text when nothing needs
+/// reshaping, through a JSON tree when the dialect drops icons.
+fn shape(call: &Call, result: ToolResult) -> Result<ResultObject, RpcError> {
+    let dialect = call.dialect;
+    if !dialect.structured_content_any_json()
         && result.structured_content().is_some_and(|v| !v.is_object())
     {
         return Err(RpcError::internal(format!(
-            "Tool output for {} is not expressible: structuredContent must be an object",
-            call.dialect
+            "Tool output for {dialect} is not expressible: structuredContent must be an object"
         )));
     }
-    let Ok(Value::Object(mut out)) = serde_json::to_value(&result) else {
+    let failed = |_| RpcError::internal("Tool result could not be serialised");
+    // A `_meta` of the handler's own gets the server info added by `finish`: keep it a tree.
+    if dialect.has_icons() && !result.has_meta() {
+        return serde_json::to_string(&result)
+            .map(ResultObject::object)
+            .map_err(failed);
+    }
+    let Value::Object(mut out) = serde_json::to_value(&result).map_err(failed)? else {
         return Err(RpcError::internal("Tool result could not be serialised"));
     };
-    if !call.dialect.has_icons() {
+    if !dialect.has_icons() {
         if let Some(Value::Array(blocks)) = out.get_mut("content") {
             for block in blocks.iter_mut().filter_map(Value::as_object_mut) {
-                call.dialect.shape_component(block);
+                dialect.shape_component(block);
             }
         }
     }
-    Ok(out)
+    Ok(out.into())
 }

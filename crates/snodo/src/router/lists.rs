@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::result::raw_array;
-use super::{Answer, Call, Output, ResultObject, opt_str};
+use super::{Answer, Call, Member, Output, ResultObject, opt_str};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
@@ -48,7 +48,8 @@ fn list_result(
     if let Some(next) = next {
         out.fields.insert("nextCursor".into(), Value::String(next));
     }
-    out.raw.push((key, raw_array(raw[range].iter())));
+    out.members
+        .push(Member::Keyed(key, raw_array(raw[range].iter()).into()));
     out
 }
 

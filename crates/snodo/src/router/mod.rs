@@ -10,7 +10,7 @@ mod ops;
 mod result;
 mod rounds;
 
-pub(crate) use result::ResultObject;
+pub(crate) use result::{Envelopes, Member, ResultObject};
 
 use std::panic::AssertUnwindSafe;
 
@@ -130,7 +130,7 @@ impl Runtime {
             return Err(RpcError::method_not_found(&call.method_name));
         }
         if matches!(call.method, M::ToolsCall | M::PromptsGet | M::ResourcesRead) {
-            return self.interactive(call, init).await.map(Into::into);
+            return self.interactive(call, init).await;
         }
         let ctx = RequestContext::new(init);
         match call.method {
@@ -166,37 +166,24 @@ impl Runtime {
         if !dialect.has_result_envelope() {
             return result;
         }
-        let fields = &mut result.fields;
-        let complete = !fields.contains_key("resultType");
-        if complete {
-            fields.insert("resultType".into(), Value::String("complete".into()));
-        }
-        if complete && method.is_cacheable() {
-            let caches = &self.inner.caches;
-            let hint = match method {
-                Method::Discover => caches.discover,
-                Method::ResourcesRead => caches.reads,
-                _ => caches.lists,
-            };
-            fields.insert("ttlMs".into(), Value::from(hint.ttl_ms));
-            fields.insert(
-                "cacheScope".into(),
-                serde_json::to_value(hint.scope).unwrap_or_default(),
-            );
-        }
         let catalogue = self.catalogue();
         let Some(view) = catalogue.view(dialect) else {
             return result;
         };
-        match result.fields.get_mut("_meta") {
+        let fields = &mut result.fields;
+        if !fields.contains_key("resultType") {
+            result.members.push(self.inner.envelopes.complete(method));
+        }
+        match fields.get_mut("_meta") {
             // The handler set `_meta`: add the server info to it.
             Some(Value::Object(meta)) => {
                 meta.insert(SERVER_INFO_KEY.into(), view.server_info.clone());
             }
             Some(_) => {}
-            None => result
-                .raw
-                .push(("_meta", std::sync::Arc::clone(&view.result_meta))),
+            None => result.members.push(Member::Keyed(
+                "_meta",
+                std::sync::Arc::clone(&view.result_meta),
+            )),
         }
         result
     }

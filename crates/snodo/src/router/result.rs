@@ -1,50 +1,129 @@
-//! [`ResultObject`]: a result as JSON fields plus members serialised ahead of time
-//! (list items, the server info), so that hot paths do not rebuild them per request.
+//! [`ResultObject`]: a result as JSON fields plus members serialised ahead of time (list
+//! pages, the server info, the 2026-07-28 envelope, a tool result), written once into
+//! the response message.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
+
+use crate::model::CacheHint;
+use crate::protocol::jsonrpc::write_id;
+use crate::protocol::{Method, RequestId};
+use crate::runtime::Caches;
+
+/// Members of a result that are already JSON text.
+#[derive(Debug)]
+pub(crate) enum Member {
+    /// `"key":value`, the value shared (a list page, the server info).
+    Keyed(&'static str, Arc<str>),
+    /// One or more complete `"key":value` members, comma-separated.
+    Text(Arc<str>),
+    /// The same, known at compile time.
+    Static(&'static str),
+    /// A whole JSON object whose members are spliced in (a serialised tool result).
+    Object(String),
+}
 
 /// A JSON-RPC `result` object.
 #[derive(Debug, Default)]
 pub(crate) struct ResultObject {
     /// Ordinary members.
     pub(crate) fields: Map<String, Value>,
-    /// Members whose values are already JSON text (keys distinct from `fields`).
-    pub(crate) raw: Vec<(&'static str, Arc<str>)>,
+    /// Members already serialised (keys distinct from `fields` and from each other).
+    pub(crate) members: Vec<Member>,
 }
 
 impl From<Map<String, Value>> for ResultObject {
     fn from(fields: Map<String, Value>) -> Self {
         Self {
             fields,
-            raw: Vec::new(),
+            members: Vec::new(),
         }
     }
 }
 
 impl ResultObject {
-    /// The object as JSON text.
-    pub(crate) fn to_json(&self) -> String {
-        let mut out = serde_json::to_string(&self.fields).unwrap_or_else(|_| "{}".to_owned());
-        if self.raw.is_empty() {
-            return out;
+    /// A result made of one serialised object.
+    pub(crate) fn object(json: String) -> Self {
+        Self {
+            fields: Map::new(),
+            members: vec![Member::Object(json)],
         }
-        out.pop(); // the closing brace
-        for (i, (key, json)) in self.raw.iter().enumerate() {
-            if i > 0 || !self.fields.is_empty() {
-                out.push(',');
+    }
+
+    /// Writes the object as JSON text.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        let mut empty = true;
+        if self.fields.is_empty() {
+            out.push(b'{');
+        } else {
+            // A map of JSON values always serialises; reopen it for the raw members.
+            let _ = serde_json::to_writer(&mut *out, &self.fields);
+            out.pop();
+            empty = false;
+        }
+        for member in &self.members {
+            let text = match member {
+                Member::Keyed(key, json) => {
+                    if !empty {
+                        out.push(b',');
+                    }
+                    out.push(b'"');
+                    out.extend_from_slice(key.as_bytes());
+                    out.extend_from_slice(b"\":");
+                    out.extend_from_slice(json.as_bytes());
+                    empty = false;
+                    continue;
+                }
+                Member::Text(t) => &**t,
+                Member::Static(t) => t,
+                Member::Object(o) => o.get(1..o.len().saturating_sub(1)).unwrap_or_default(),
+            };
+            if text.is_empty() {
+                continue;
             }
-            let _ = write!(out, "\"{key}\":{json}");
+            if !empty {
+                out.push(b',');
+            }
+            out.extend_from_slice(text.as_bytes());
+            empty = false;
         }
-        out.push('}');
-        out
+        out.push(b'}');
+    }
+
+    /// The object as JSON text.
+    #[cfg(test)]
+    pub(crate) fn to_json(&self) -> String {
+        let mut out = Vec::new();
+        self.write(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// The response message `{"jsonrpc":"2.0","id":…,"result":…}`, written in one buffer.
+    pub(crate) fn message(&self, id: &RequestId) -> Bytes {
+        let guess = self
+            .members
+            .iter()
+            .map(|m| match m {
+                Member::Keyed(k, v) => k.len() + v.len() + 4,
+                Member::Text(t) => t.len() + 1,
+                Member::Static(t) => t.len() + 1,
+                Member::Object(o) => o.len(),
+            })
+            .sum::<usize>();
+        let mut out = Vec::with_capacity(guess + 64 + 32 * self.fields.len());
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        write_id(&mut out, id);
+        out.extend_from_slice(b",\"result\":");
+        self.write(&mut out);
+        out.push(b'}');
+        Bytes::from(out)
     }
 }
 
 /// A JSON array of already-serialised items.
-pub(crate) fn raw_array<'a>(items: impl Iterator<Item = &'a Arc<str>>) -> Arc<str> {
+pub(crate) fn raw_array<'a>(items: impl Iterator<Item = &'a Arc<str>>) -> String {
     let mut out = String::from("[");
     for (i, item) in items.enumerate() {
         if i > 0 {
@@ -53,7 +132,48 @@ pub(crate) fn raw_array<'a>(items: impl Iterator<Item = &'a Arc<str>>) -> Arc<st
         out.push_str(item);
     }
     out.push(']');
-    Arc::from(out)
+    out
+}
+
+/// `"resultType":"complete"` of a 2026-07-28 result.
+pub(crate) const COMPLETE: &str = r#""resultType":"complete""#;
+
+/// The 2026-07-28 `resultType` member with each cacheable kind's hint, serialised once
+/// per runtime.
+#[derive(Debug)]
+pub(crate) struct Envelopes {
+    discover: Arc<str>,
+    lists: Arc<str>,
+    reads: Arc<str>,
+}
+
+impl Envelopes {
+    pub(crate) fn new(caches: &Caches) -> Self {
+        let hinted = |hint: CacheHint| -> Arc<str> {
+            let scope = serde_json::to_string(&hint.scope).unwrap_or_else(|_| "\"private\"".into());
+            Arc::from(format!(
+                r#"{COMPLETE},"ttlMs":{},"cacheScope":{scope}"#,
+                hint.ttl_ms
+            ))
+        };
+        Self {
+            discover: hinted(caches.discover),
+            lists: hinted(caches.lists),
+            reads: hinted(caches.reads),
+        }
+    }
+
+    /// `resultType` (and the cache hint, for cacheable results) of a complete result.
+    pub(crate) fn complete(&self, method: Method) -> Member {
+        if !method.is_cacheable() {
+            return Member::Static(COMPLETE);
+        }
+        Member::Text(Arc::clone(match method {
+            Method::Discover => &self.discover,
+            Method::ResourcesRead => &self.reads,
+            _ => &self.lists,
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -64,13 +184,44 @@ mod tests {
     fn splices_raw_members() {
         let mut r = ResultObject::default();
         assert_eq!(r.to_json(), "{}");
-        r.raw.push((
+        r.members.push(Member::Keyed(
             "tools",
-            raw_array([Arc::from("{\"a\":1}"), Arc::from("2")].iter()),
+            raw_array([Arc::from("{\"a\":1}"), Arc::from("2")].iter()).into(),
         ));
         assert_eq!(r.to_json(), r#"{"tools":[{"a":1},2]}"#);
         r.fields.insert("x".into(), Value::Bool(true));
+        r.members.push(Member::Object("{}".into()));
+        r.members.push(Member::Object(r#"{"y":[]}"#.into()));
+        r.members.push(Member::Static(COMPLETE));
         let v: Value = serde_json::from_str(&r.to_json()).unwrap_or_default();
-        assert_eq!(v, serde_json::json!({"x": true, "tools": [{"a": 1}, 2]}));
+        assert_eq!(
+            v,
+            serde_json::json!({"x": true, "tools": [{"a": 1}, 2], "y": [], "resultType": "complete"})
+        );
+        let only = ResultObject::object("{}".into());
+        assert_eq!(only.to_json(), "{}");
+        let m = only.message(&RequestId::Number(-7));
+        assert_eq!(&m[..], br#"{"jsonrpc":"2.0","id":-7,"result":{}}"#);
+    }
+
+    #[test]
+    fn cache_hints_are_serialised_once() {
+        let e = Envelopes::new(&Caches::default());
+        let v: Value = serde_json::from_str(&format!(
+            "{{{}}}",
+            match e.complete(Method::ToolsList) {
+                Member::Text(t) => t.to_string(),
+                _ => String::new(),
+            }
+        ))
+        .unwrap_or_default();
+        assert_eq!(
+            v,
+            serde_json::json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+        );
+        assert!(matches!(
+            e.complete(Method::ToolsCall),
+            Member::Static(COMPLETE)
+        ));
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Call, Output, Stop};
+use super::{Answer, Call, Stop};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal, RequestContext};
@@ -15,7 +15,7 @@ const ROUND_PARAMS: [&str; 3] = ["task", "inputResponses", "requestState"];
 impl Runtime {
     /// Runs tools/call, prompts/get or resources/read, with multi round-trip input on
     /// 2026-07-28.
-    pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Output {
+    pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Answer {
         let stateless = call.dialect.is_stateless();
         if !stateless && ROUND_PARAMS.iter().any(|k| call.params.contains_key(*k)) {
             return Err(RpcError::invalid_params(
@@ -34,15 +34,15 @@ impl Runtime {
         let ctx = RequestContext::with_answers(init, contents.answers, contents.app.clone());
         let outcome = match call.method {
             Method::ToolsCall => self.call_tool(&mut call, ctx.clone()).await,
-            Method::PromptsGet => self.get_prompt(&call, ctx.clone()).await,
-            _ => self.read_resource(&call, ctx.clone()).await,
+            Method::PromptsGet => self.get_prompt(&call, ctx.clone()).await.map(Into::into),
+            _ => self.read_resource(&call, ctx.clone()).await.map(Into::into),
         };
         match outcome {
             Ok(result) => Ok(result),
             Err(Stop::Error(e)) => Err(e),
-            Err(Stop::Input(input)) if stateless => {
-                Ok(self.input_required(&scope(&call), ctx.answers(), contents.app, input))
-            }
+            Err(Stop::Input(input)) if stateless => Ok(self
+                .input_required(&scope(&call), ctx.answers(), contents.app, input)
+                .into()),
             Err(Stop::Input(_)) => Err(RpcError::internal(
                 "The handler asked for input in a way this protocol version cannot carry",
             )),

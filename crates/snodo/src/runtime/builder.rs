@@ -345,7 +345,7 @@ impl RuntimeBuilder {
                 components: Mutex::new(self.components),
                 changes: tokio::sync::broadcast::channel(CHANGE_BACKLOG).0,
                 page_size: self.page_size,
-                caches: self.caches,
+                envelopes: crate::router::Envelopes::new(&self.caches),
                 capabilities,
                 legacy_log_level: self.logging.then_some(self.legacy_log_level),
                 signer,

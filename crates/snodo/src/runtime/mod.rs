@@ -132,7 +132,7 @@ pub(crate) struct Inner {
     /// Changes for `subscriptions/listen` streams.
     pub(crate) changes: tokio::sync::broadcast::Sender<events::Change>,
     pub(crate) page_size: usize,
-    pub(crate) caches: Caches,
+    pub(crate) envelopes: crate::router::Envelopes,
     pub(crate) capabilities: Capabilities,
     pub(crate) legacy_log_level: Option<LogLevel>,
     /// Seals `requestState` (2026-07-28 multi round-trip requests).
