@@ -18,6 +18,7 @@ use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, Key, MetaParse, PROTOCOL_VE
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
+use crate::runtime::catalogue::Catalogue;
 
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
@@ -137,6 +138,7 @@ pub(crate) fn admit_request(
     let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
     let method = Method::parse(method_name);
     let SplitParams { meta, rest: params } = split_params(params).map_err(fail)?;
+    let catalogue = runtime.catalogue();
     let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
     let body_version = meta
         .as_ref()
@@ -162,6 +164,7 @@ pub(crate) fn admit_request(
                 method_name: method_name.to_owned(),
                 params,
                 meta,
+                catalogue,
             });
         }
     }
@@ -190,7 +193,7 @@ pub(crate) fn admit_request(
     }
     if dialect.is_stateless() {
         check_stateless(
-            runtime,
+            &catalogue,
             headers,
             method,
             method_name,
@@ -208,6 +211,7 @@ pub(crate) fn admit_request(
         method_name: method_name.to_owned(),
         params,
         meta,
+        catalogue,
     })
 }
 
@@ -233,7 +237,7 @@ fn select_initialize(
 
 /// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
 fn check_stateless(
-    runtime: &Runtime,
+    catalogue: &Catalogue,
     headers: &HeaderMap,
     method: Method,
     method_name: &str,
@@ -278,7 +282,6 @@ fn check_stateless(
         }
     }
     if method == Method::ToolsCall {
-        let catalogue = runtime.catalogue();
         let tool = params
             .get("name")
             .and_then(Value::as_str)

@@ -23,7 +23,7 @@ impl Runtime {
             Some(_) => return Err(RpcError::invalid_params("arguments must be an object").into()),
         };
         let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
-        let catalogue = self.catalogue();
+        let catalogue = &call.catalogue;
         let tool = catalogue.tool(&name).ok_or_else(unknown)?;
         if !self.allows(ctx.principal(), Component::Tool(&name)) {
             return Err(self.refusal(unknown()).into());

@@ -22,35 +22,54 @@ fn page(
     call: &Call,
     page_size: usize,
 ) -> Result<(std::ops::Range<usize>, Option<String>), RpcError> {
-    let method = match call.method {
+    let start = match opt_str(&call.params, "cursor")? {
+        None => 0,
+        Some(c) => cursor::decode(c, call.dialect.version(), list_method(call), hash, len)?,
+    };
+    Ok(page_from(start, len, hash, call, page_size))
+}
+
+fn page_from(
+    start: usize,
+    len: usize,
+    hash: u64,
+    call: &Call,
+    page_size: usize,
+) -> (std::ops::Range<usize>, Option<String>) {
+    let end = (start + page_size).min(len);
+    let next =
+        (end < len).then(|| cursor::encode(call.dialect.version(), list_method(call), end, hash));
+    (start..end, next)
+}
+
+fn list_method(call: &Call) -> &'static str {
+    match call.method {
         Method::ToolsList => "tools/list",
         Method::PromptsList => "prompts/list",
         Method::ResourcesList => "resources/list",
         _ => "resources/templates/list",
-    };
-    let version = call.dialect.version();
-    let start = match opt_str(&call.params, "cursor")? {
-        None => 0,
-        Some(c) => cursor::decode(c, version, method, hash, len)?,
-    };
-    let end = (start + page_size).min(len);
-    let next = (end < len).then(|| cursor::encode(version, method, end, hash));
-    Ok((start..end, next))
+    }
 }
 
-/// `{key: [items of the page], nextCursor?}` from serialised items.
-fn list_result(
-    key: &'static str,
+/// `"key":[items of the page],"nextCursor":…` from serialised items.
+fn page_members(
+    key: &str,
     raw: &[Arc<str>],
     (range, next): (std::ops::Range<usize>, Option<String>),
-) -> ResultObject {
-    let mut out = ResultObject::default();
+) -> Arc<str> {
+    let mut out = format!("\"{key}\":{}", raw_array(raw[range].iter()));
     if let Some(next) = next {
-        out.fields.insert("nextCursor".into(), Value::String(next));
+        out.push_str(",\"nextCursor\":");
+        out.push_str(&Value::String(next).to_string());
     }
-    out.members
-        .push(Member::Keyed(key, raw_array(raw[range].iter()).into()));
-    out
+    Arc::from(out)
+}
+
+fn list_result(members: Arc<str>) -> ResultObject {
+    ResultObject {
+        members: vec![Member::Text(members)],
+        ..ResultObject::default()
+    }
 }
 
 /// One list of the dialect's view.
@@ -82,7 +101,7 @@ impl Runtime {
                 "initialize requires protocolVersion, capabilities and clientInfo name/version",
             ));
         }
-        let catalogue = self.catalogue();
+        let catalogue = &call.catalogue;
         let view = catalogue
             .view(call.dialect)
             .ok_or_else(|| RpcError::internal("dialect is not enabled"))?;
@@ -152,19 +171,39 @@ impl Runtime {
         pick: fn(&DialectView) -> &Listing,
         key: &'static str,
     ) -> Answer {
-        let catalogue = self.catalogue();
-        let l = listing(&catalogue, call, pick)?;
+        let catalogue = &call.catalogue;
+        let l = listing(catalogue, call, pick)?;
         let (field, component): (&str, fn(&str) -> Component<'_>) = match key {
             "tools" => ("name", |k| Component::Tool(k)),
             "prompts" => ("name", |k| Component::Prompt(k)),
             _ => ("uriTemplate", |k| Component::ResourceTemplate(k)),
         };
+        if let Some(first) = self.first_page(l, call, key) {
+            return Ok(list_result(first));
+        }
         let raw = self.visible(ctx.principal(), (&l.items, &l.raw), field, component);
-        Ok(list_result(
+        Ok(list_result(page_members(
             key,
             &raw,
             page(raw.len(), l.hash, call, self.inner.page_size)?,
-        ))
+        )))
+    }
+
+    /// The first page as every caller sees it (no cursor, no authorizer), serialised
+    /// once per catalogue: a new catalogue has new listings.
+    fn first_page(&self, l: &Listing, call: &Call, key: &str) -> Option<Arc<str>> {
+        if self.inner.authorizer.is_some() || call.params.contains_key("cursor") {
+            return None;
+        }
+        let page_size = self.inner.page_size;
+        let text = l.first_page.get_or_init(|| {
+            page_members(
+                key,
+                &l.raw,
+                page_from(0, l.raw.len(), l.hash, call, page_size),
+            )
+        });
+        Some(Arc::clone(text))
     }
 
     pub(super) fn list_tools(&self, call: &Call, ctx: &RequestContext) -> Answer {
@@ -180,8 +219,8 @@ impl Runtime {
     }
 
     pub(super) async fn list_resources(&self, call: &Call, ctx: RequestContext) -> Answer {
-        let catalogue = self.catalogue();
-        let fixed = listing(&catalogue, call, |v| &v.resources)?;
+        let catalogue = &call.catalogue;
+        let fixed = listing(catalogue, call, |v| &v.resources)?;
         let listers: Vec<_> = catalogue
             .templates
             .iter()
@@ -189,12 +228,15 @@ impl Runtime {
             .collect();
         let resource: fn(&str) -> Component<'_> = |k| Component::Resource(k);
         if listers.is_empty() {
+            if let Some(first) = self.first_page(fixed, call, "resources") {
+                return Ok(list_result(first));
+            }
             let raw = self.visible(ctx.principal(), (&fixed.items, &fixed.raw), "uri", resource);
-            return Ok(list_result(
+            return Ok(list_result(page_members(
                 "resources",
                 &raw,
                 page(raw.len(), fixed.hash, call, self.inner.page_size)?,
-            ));
+            )));
         }
         // Templates with listers contribute the resources they currently address; the
         // cursor hash then covers what was listed, so a changed folder restarts paging.
@@ -218,10 +260,10 @@ impl Runtime {
         }
         let raw: Vec<Arc<str>> = items.iter().map(|i| Arc::from(i.to_string())).collect();
         let raw = self.visible(ctx.principal(), (&items, &raw), "uri", resource);
-        Ok(list_result(
+        Ok(list_result(page_members(
             "resources",
             &raw,
             page(raw.len(), h, call, self.inner.page_size)?,
-        ))
+        )))
     }
 }

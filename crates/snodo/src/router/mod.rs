@@ -13,6 +13,7 @@ mod rounds;
 pub(crate) use result::{Envelopes, Member, ResultObject};
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures_util::FutureExt as _;
 use serde_json::{Map, Value};
@@ -20,18 +21,31 @@ use serde_json::{Map, Value};
 use crate::protocol::meta::SERVER_INFO_KEY;
 use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
+use crate::runtime::catalogue::Catalogue;
 use crate::runtime::context::{ContextInit, RequestContext};
 use crate::runtime::error::HandlerError;
 use crate::runtime::input::InputRequired;
 
 /// A request that passed admission: everything the router needs, owned.
-#[derive(Debug)]
 pub(crate) struct Call {
     pub(crate) dialect: &'static Dialect,
     pub(crate) method: Method,
     pub(crate) method_name: String,
     pub(crate) params: Map<String, Value>,
     pub(crate) meta: RequestMeta,
+    /// The catalogue this request is served from, loaded once at admission.
+    pub(crate) catalogue: Arc<Catalogue>,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("dialect", &self.dialect.version())
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A result object before its dialect envelope.
@@ -99,6 +113,7 @@ impl Runtime {
     pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Answer {
         let method = call.method;
         let dialect = call.dialect;
+        let catalogue = Arc::clone(&call.catalogue);
         let run = AssertUnwindSafe(self.route(call, init)).catch_unwind();
         let result = run.await.unwrap_or_else(|panic| {
             let what = panic
@@ -109,7 +124,7 @@ impl Runtime {
             tracing::error!(method = ?method, panic = %what, "handler panicked");
             Err(RpcError::internal("Internal error: the handler failed"))
         })?;
-        Ok(self.finish(dialect, method, result))
+        Ok(self.finish(&catalogue, dialect, method, result))
     }
 
     async fn route(&self, call: Call, init: ContextInit) -> Answer {
@@ -159,6 +174,7 @@ impl Runtime {
     /// cacheable results, and the server info in `_meta`.
     pub(crate) fn finish(
         &self,
+        catalogue: &Catalogue,
         dialect: &Dialect,
         method: Method,
         mut result: ResultObject,
@@ -166,7 +182,6 @@ impl Runtime {
         if !dialect.has_result_envelope() {
             return result;
         }
-        let catalogue = self.catalogue();
         let Some(view) = catalogue.view(dialect) else {
             return result;
         };

@@ -55,7 +55,7 @@ impl Runtime {
         let name = req_str(&call.params, "name")?;
         let args = string_map(call.params.get("arguments"), "arguments")?;
         let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
-        let catalogue = self.catalogue();
+        let catalogue = &call.catalogue;
         let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
         if !self.allows(ctx.principal(), Component::Prompt(name)) {
             return Err(self.refusal(unknown()).into());
@@ -99,7 +99,7 @@ impl Runtime {
         if !uri.contains(':') {
             return Err(RpcError::invalid_params("Resource URI must be absolute").into());
         }
-        let catalogue = self.catalogue();
+        let catalogue = &call.catalogue;
         let principal = ctx.principal();
         let found = if let Some(r) = catalogue.resource(&uri) {
             let allowed = self.allows(principal, Component::Resource(&uri));
@@ -163,7 +163,7 @@ impl Runtime {
             p.get("context").and_then(|c| c.get("arguments")),
             "context.arguments",
         )?;
-        let catalogue = self.catalogue();
+        let catalogue = &call.catalogue;
         let completer = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = req_str(reference, "name")?;

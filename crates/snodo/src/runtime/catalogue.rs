@@ -38,6 +38,9 @@ pub(crate) struct Listing {
     /// The same items serialised, for building pages without re-serialising.
     pub(crate) raw: Vec<Arc<str>>,
     pub(crate) hash: u64,
+    /// The first page's result members, serialised by the first request that needs it
+    /// (the router's page size is fixed for the runtime).
+    pub(crate) first_page: std::sync::OnceLock<Arc<str>>,
 }
 
 impl Listing {
@@ -56,6 +59,7 @@ impl Listing {
             items,
             raw,
             hash: u64::from_be_bytes(first),
+            first_page: std::sync::OnceLock::new(),
         }
     }
 }

@@ -305,6 +305,18 @@ async fn listen_streams_acknowledge_then_deliver_tagged_changes() {
         discover["capabilities"]["resources"],
         json!({"listChanged": true, "subscribe": true})
     );
+    // Served (and its first page cached) before the catalogue changes.
+    let before = s
+        .modern(json!(1), "tools/list", json!({}), json!({}))
+        .await
+        .result();
+    assert!(
+        !before["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "added")
+    );
     let filter =
         json!({"toolsListChanged": true, "resourceSubscriptions": ["test://static/readme"]});
     let mut stream = s
