@@ -6,7 +6,11 @@
 //! principal sends `notifications/cancelled`, when the deadline passes or when the
 //! server shuts down. A cancelled request sends no result.
 
+use std::future::{Future as _, poll_fn};
+use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,7 +26,6 @@ use super::service::Shared;
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::{Answer, Call};
-use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal};
 
 /// Queue depth between a handler and its response stream.
@@ -66,10 +69,14 @@ pub(crate) async fn execute(
     principal: Option<Principal>,
 ) -> Response<Body> {
     let deadline = Instant::now() + shared.config.request_timeout;
-    let slot = match tokio::time::timeout_at(deadline, shared.gate.enter()).await {
-        Ok(Ok(slot)) => slot,
-        Ok(Err(_)) => return response::overloaded(&id),
-        Err(_) => return response::timed_out(&id),
+    // A free slot is taken at once, without arming a timer for the wait.
+    let slot = match shared.gate.try_enter() {
+        Some(slot) => slot,
+        None => match tokio::time::timeout_at(deadline, shared.gate.enter()).await {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(_)) => return response::overloaded(&id),
+            Err(_) => return response::timed_out(&id),
+        },
     };
     let runtime = &shared.runtime;
     let dialect = call.dialect;
@@ -88,9 +95,14 @@ pub(crate) async fn execute(
     };
     let streams =
         call.meta.progress_token.is_some() || log_threshold.is_some() || server_requests.is_some();
-    let cancel = shared.root.child_token();
-    // Dropping this future (the client went away) cancels the execution.
-    let guard = cancel.clone().drop_guard();
+    // An independent token, not a child of `shared.root`: creating and dropping a child
+    // locks the root's mutex, one global lock per request across all workers. Shutdown
+    // still reaches the execution: a request that starts after `cancel_all` starts
+    // cancelled, and one that has to wait also waits on `shared.root` (see `run`).
+    let cancel = CancellationToken::new();
+    if shared.cancelled_all.load(Ordering::Acquire) {
+        cancel.cancel();
+    }
     let registration = InFlight::register(&shared.inflight, principal.as_ref(), &id, &cancel);
     let (tx, mut rx) = if streams {
         let (tx, rx) = mpsc::channel(STREAM_DEPTH);
@@ -111,7 +123,16 @@ pub(crate) async fn execute(
     };
     let keep_alive = shared.config.keep_alive;
     let probe = shared.config.disconnect_probe;
-    let mut work = Box::pin(run(runtime.clone(), call, init, cancel.clone(), deadline));
+    // Boxed: when the answer turns into a stream, the execution moves into a task.
+    let mut work = Box::pin(run(
+        Arc::clone(shared),
+        call,
+        init,
+        cancel.clone(),
+        deadline,
+    ));
+    // Dropping this future (the client went away) cancels the execution.
+    let guard = cancel.drop_guard();
 
     let first = tokio::select! {
         biased;
@@ -162,9 +183,8 @@ pub(crate) async fn execute(
             };
             if client_gone {
                 // The client went away: cancel, and let the handler wind down.
-                cancel.cancel();
+                guard.disarm().cancel();
                 let _ = work.await;
-                guard.disarm();
                 return;
             }
         }
@@ -175,18 +195,28 @@ pub(crate) async fn execute(
 /// Runs the handler until it finishes, is cancelled or misses its deadline. A cancelled
 /// handler gets a short grace period to observe its token and wind down.
 async fn run(
-    runtime: Runtime,
+    shared: Arc<Shared>,
     call: Call,
     init: ContextInit,
     cancel: CancellationToken,
     deadline: Instant,
 ) -> Ended {
-    let mut dispatch = Box::pin(runtime.dispatch(call, init));
-    let ended = tokio::select! {
-        biased;
-        () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
-        () = cancel.cancelled() => Ended::Cancelled,
-        out = &mut dispatch => Ended::Done(out),
+    // On the stack of this future, which `execute` already boxes.
+    let mut dispatch = pin!(shared.runtime.dispatch(call, init));
+    // Most handlers finish on their first poll: poll once before arming the deadline
+    // timer and waiting on the shutdown token, which only work that waits needs.
+    let first = poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;
+    let ended = match first {
+        // A cancellation that came first still wins: a cancelled request sends no result.
+        Poll::Ready(_) if cancel.is_cancelled() => return Ended::Cancelled,
+        Poll::Ready(out) => return Ended::Done(out),
+        Poll::Pending => tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
+            () = cancel.cancelled() => Ended::Cancelled,
+            () = shared.root.cancelled() => Ended::Cancelled,
+            out = &mut dispatch => Ended::Done(out),
+        },
     };
     if !matches!(ended, Ended::Done(_)) {
         cancel.cancel();
@@ -239,5 +269,91 @@ pub(crate) fn cancel_by_notification(
     if let Ok(c) = serde_json::from_str::<Cancelled>(params.get()) {
         let _ = c.reason;
         shared.inflight.cancel(principal, &c.request_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use http_body_util::{BodyExt as _, Full};
+
+    use super::*;
+    use crate::http::McpService;
+    use crate::protocol::V2025_11_25;
+    use crate::{NoArguments, Runtime, Tool, ToolResult};
+
+    /// `echo` answers at once; `wait` waits for its cancellation and records it.
+    fn service(saw_cancel: Arc<AtomicBool>) -> McpService {
+        let rt = Runtime::builder("exec-test", "0.1.0")
+            .protocols([&V2025_11_25])
+            .tool(
+                Tool::new("echo").handler(|_: NoArguments, _ctx| async { ToolResult::text("hi") }),
+            )
+            .tool(Tool::new("wait").handler(move |_: NoArguments, ctx| {
+                let saw_cancel = Arc::clone(&saw_cancel);
+                async move {
+                    ctx.cancellation().cancelled().await;
+                    saw_cancel.store(true, Ordering::SeqCst);
+                    ToolResult::text("late")
+                }
+            }))
+            .build();
+        McpService::new(
+            rt.map_err(|e| e.to_string())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+    }
+
+    fn call(tool: &str) -> http::Request<Full<Bytes>> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+        );
+        let req = http::Request::post("/mcp")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(Full::new(Bytes::from(body)));
+        req.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn status_and_body(svc: &McpService, tool: &str) -> (StatusCode, Bytes) {
+        let resp = svc.handle(call(tool)).await;
+        let status = resp.status();
+        let body = resp.into_body().collect().await.map(|c| c.to_bytes());
+        (status, body.unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn cancel_all_reaches_a_waiting_execution() {
+        let saw_cancel = Arc::new(AtomicBool::new(false));
+        let svc = service(Arc::clone(&saw_cancel));
+        let (status, _) = status_and_body(&svc, "echo").await;
+        assert_eq!(status, StatusCode::OK);
+        let waiting = tokio::spawn({
+            let svc = svc.clone();
+            async move { status_and_body(&svc, "wait").await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "the handler waits");
+        svc.cancel_all();
+        let (status, body) = waiting.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            status,
+            StatusCode::NO_CONTENT,
+            "a cancelled request sends no result"
+        );
+        assert!(body.is_empty());
+        assert!(saw_cancel.load(Ordering::SeqCst), "the handler saw it");
+    }
+
+    #[tokio::test]
+    async fn after_cancel_all_even_immediate_work_is_cancelled() {
+        let svc = service(Arc::new(AtomicBool::new(false)));
+        svc.cancel_all();
+        let (status, body) = status_and_body(&svc, "echo").await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        assert!(body.is_empty());
     }
 }

@@ -27,9 +27,14 @@ impl Gate {
         }
     }
 
+    /// A free execution slot, if there is one now.
+    pub(crate) fn try_enter(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.slots).try_acquire_owned().ok()
+    }
+
     /// Waits for an execution slot, or refuses when too many already wait.
     pub(crate) async fn enter(&self) -> Result<OwnedSemaphorePermit, Overloaded> {
-        if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
+        if let Some(permit) = self.try_enter() {
             return Ok(permit);
         }
         if self.queued.fetch_add(1, Ordering::AcqRel) >= self.max_queued {

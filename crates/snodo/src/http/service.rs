@@ -4,6 +4,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -32,8 +33,12 @@ pub(crate) struct Shared {
     pub(crate) config: HttpConfig,
     pub(crate) gate: Gate,
     pub(crate) inflight: Arc<InFlight>,
-    /// Parent of every execution's cancellation token.
+    /// Cancelled by [`McpService::cancel_all`]: executions that wait also wait on it.
     pub(crate) root: CancellationToken,
+    /// Set by [`McpService::cancel_all`] before `root` is cancelled: executions that
+    /// start later start cancelled. A plain load, where `root.is_cancelled()` would lock
+    /// the root's mutex on every request.
+    pub(crate) cancelled_all: AtomicBool,
     /// Cancelled when shutdown begins: long-lived listen streams end at once.
     pub(crate) closing: CancellationToken,
     /// Open `subscriptions/listen` streams.
@@ -64,6 +69,7 @@ impl McpService {
             gate,
             inflight: Arc::new(InFlight::default()),
             root: CancellationToken::new(),
+            cancelled_all: AtomicBool::new(false),
             closing: CancellationToken::new(),
             listeners: std::sync::atomic::AtomicUsize::new(0),
         };
@@ -87,6 +93,7 @@ impl McpService {
     /// Cancels every request still executing (the server does this after the shutdown
     /// drain period).
     pub fn cancel_all(&self) {
+        self.shared.cancelled_all.store(true, Ordering::Release);
         self.shared.root.cancel();
     }
 
