@@ -24,6 +24,9 @@ use super::inflight::InFlight;
 use super::response;
 use super::service::Shared;
 use crate::protocol::jsonrpc::error_message;
+use serde::Deserialize as _;
+
+use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::{Answer, Call};
 use crate::runtime::context::{ContextInit, Principal};
@@ -253,22 +256,22 @@ fn drain(rx: &mut mpsc::Receiver<Bytes>) -> Vec<Bytes> {
 pub(crate) fn cancel_by_notification(
     shared: &Shared,
     principal: Option<&Principal>,
-    params: Option<&serde_json::value::RawValue>,
+    params: Option<SplitParams>,
 ) {
-    #[derive(serde::Deserialize)]
-    struct Cancelled {
-        #[serde(rename = "requestId")]
-        request_id: RequestId,
-        #[serde(default)]
-        reason: Option<String>,
-    }
     let (Some(principal), Some(params)) = (principal, params) else {
         return;
     };
-    // Malformed cancellations (e.g. a non-string reason) are ignored.
-    if let Ok(c) = serde_json::from_str::<Cancelled>(params.get()) {
-        let _ = c.reason;
-        shared.inflight.cancel(principal, &c.request_id);
+    // Malformed cancellations (a bad id, a non-string reason) are ignored.
+    let reason_ok = params
+        .rest
+        .get("reason")
+        .is_none_or(|r| r.is_string() || r.is_null());
+    let id = params
+        .rest
+        .get("requestId")
+        .and_then(|id| RequestId::deserialize(id).ok());
+    if let (true, Some(id)) = (reason_ok, id) {
+        shared.inflight.cancel(principal, &id);
     }
 }
 

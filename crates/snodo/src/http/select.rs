@@ -10,11 +10,10 @@
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
-use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, Key, MetaParse, PROTOCOL_VERSION_KEY};
+use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, MetaParse, PROTOCOL_VERSION_KEY};
+use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
@@ -86,58 +85,19 @@ fn decode_header_value(name: &str, raw: &str) -> Result<String, RpcError> {
         })
 }
 
-/// `params` read in one pass: `_meta` parsed into its typed form (no intermediate
-/// `Map`), every other member kept as JSON for the router.
-#[derive(Default)]
-struct SplitParams {
-    meta: Option<MetaParse>,
-    rest: Map<String, Value>,
-}
-
-impl<'de> Deserialize<'de> for SplitParams {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = SplitParams;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a params object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SplitParams, A::Error> {
-                let mut out = SplitParams::default();
-                while let Some(Key(key)) = map.next_key()? {
-                    if key == "_meta" {
-                        out.meta = Some(map.next_value()?);
-                    } else {
-                        out.rest.insert(key.into_owned(), map.next_value()?);
-                    }
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// Parses `params` (already known to be an object, if present).
-fn split_params(params: Option<&serde_json::value::RawValue>) -> Result<SplitParams, RpcError> {
-    match params {
-        None => Ok(SplitParams::default()),
-        Some(raw) => serde_json::from_str(raw.get())
-            .map_err(|_| RpcError::invalid_params("Invalid params: params must be a JSON object")),
-    }
-}
-
 /// Admits a request: chooses its dialect and applies that dialect's rules.
 pub(crate) fn admit_request(
     runtime: &Runtime,
     headers: &HeaderMap,
     id: &RequestId,
     method_name: &str,
-    params: Option<&serde_json::value::RawValue>,
+    params: Option<SplitParams>,
 ) -> Result<Call, Rejection> {
     let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
     let method = Method::parse(method_name);
-    let SplitParams { meta, rest: params } = split_params(params).map_err(fail)?;
+    let SplitParams {
+        meta, rest: params, ..
+    } = params.unwrap_or_default();
     let catalogue = runtime.catalogue();
     let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
     let body_version = meta

@@ -23,7 +23,8 @@ use super::listen;
 use super::response;
 use super::select::{self, Rejection};
 use crate::protocol::jsonrpc::Incoming;
-use crate::protocol::{Method, RequestId};
+use crate::protocol::params::SplitParams;
+use crate::protocol::{Method, RequestId, RpcError};
 use crate::runtime::Runtime;
 
 /// What every request of one endpoint shares.
@@ -155,7 +156,7 @@ impl McpService {
             }
             Err(_) => return Err(response::bad_body()),
         };
-        let incoming = Incoming::parse(&bytes).map_err(|e| reject(Rejection::admission(e)))?;
+        let incoming = parse_body(&bytes).map_err(reject)?;
         let runtime = &self.shared.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
@@ -205,6 +206,30 @@ impl McpService {
                 }
                 Ok(response::accepted())
             }
+        }
+    }
+}
+
+/// Reads the message and its `params` in one pass. A body that only the raw scan
+/// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
+/// that the refusal carries the request id as it did before the fast path.
+fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
+    if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
+        return Ok(incoming);
+    }
+    // The raw reading's error is the refusal: exactly what it was without the fast path.
+    match Incoming::parse(bytes) {
+        Err(e) => Err(Rejection::admission(e)),
+        Ok(Incoming::Request { id, .. }) => Err(Rejection::admission(
+            RpcError::invalid_params("Invalid params: params could not be read (nested too deeply, or an invalid string)").with_id(id),
+        )),
+        // Unreadable params make a notification a no-op (it is still admitted).
+        Ok(Incoming::Notification { method, .. }) => Ok(Incoming::Notification {
+            method,
+            params: None,
+        }),
+        Ok(Incoming::Response { id, result, error }) => {
+            Ok(Incoming::Response { id, result, error })
         }
     }
 }

@@ -64,15 +64,16 @@ impl<'de> Deserialize<'de> for RequestId {
 /// Present-but-`null` members are kept (`Some("null")`) so that `"id": null` is not
 /// mistaken for a notification.
 #[derive(serde::Deserialize)]
-struct RawEnvelope<'a> {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+struct RawEnvelope<'a, P> {
     #[serde(default, borrow, deserialize_with = "present")]
     jsonrpc: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     method: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present_as")]
+    params: Option<P>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -83,24 +84,41 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&RawValue>::deserialize(d).map(Some)
 }
 
+fn present_as<'de, D: Deserializer<'de>, P: Deserialize<'de>>(d: D) -> Result<Option<P>, D::Error> {
+    P::deserialize(d).map(Some)
+}
+
+/// How the `params` member of a message is read: kept raw, or parsed during the
+/// envelope scan (one pass over the body instead of two).
+pub trait Params<'a>: Deserialize<'a> {
+    /// Whether `params` is a JSON object (anything else is `-32602`).
+    fn is_object(&self) -> bool;
+}
+
+impl<'a> Params<'a> for &'a RawValue {
+    fn is_object(&self) -> bool {
+        self.get().starts_with('{')
+    }
+}
+
 /// What kind of message arrived.
 #[derive(Debug)]
-pub enum Incoming<'a> {
+pub enum Incoming<'a, P = &'a RawValue> {
     /// A request: it has an id and expects exactly one response.
     Request {
         /// The request id.
         id: RequestId,
         /// The method name.
         method: Cow<'a, str>,
-        /// The raw `params` member, if any.
-        params: Option<&'a RawValue>,
+        /// The `params` member, if any (raw by default).
+        params: Option<P>,
     },
     /// A notification: no id, no response.
     Notification {
         /// The method name.
         method: Cow<'a, str>,
-        /// The raw `params` member, if any.
-        params: Option<&'a RawValue>,
+        /// The `params` member, if any (raw by default).
+        params: Option<P>,
     },
     /// A response from the client to a request the server sent (initialize era only).
     Response {
@@ -118,6 +136,13 @@ impl<'a> Incoming<'a> {
     /// that is not a single JSON-RPC message (a batch array, a wrong `jsonrpc` tag, a
     /// bad id) is `-32600`, with the id echoed when it could be read.
     pub fn parse(body: &'a [u8]) -> Result<Self, RpcError> {
+        Self::parse_as(body)
+    }
+}
+
+impl<'a, P: Params<'a>> Incoming<'a, P> {
+    /// [`parse`](Incoming::parse), reading `params` as `P` in the same pass.
+    pub fn parse_as(body: &'a [u8]) -> Result<Self, RpcError> {
         // Only a JSON object is a message: serde would also accept the positional
         // (array) form of the envelope, which JSON-RPC does not have.
         match body.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -136,7 +161,7 @@ impl<'a> Incoming<'a> {
             }
             _ => return Err(RpcError::new(ErrorCode::PARSE_ERROR, "Parse error")),
         }
-        let env: RawEnvelope<'a> = serde_json::from_slice(body).map_err(|e| match e.classify() {
+        let env: RawEnvelope<'a, P> = serde_json::from_slice(body).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",
@@ -177,8 +202,8 @@ impl<'a> Incoming<'a> {
                 "Invalid Request: method must be a string",
             ))
         })?;
-        if let Some(p) = env.params {
-            if !p.get().starts_with('{') {
+        if let Some(p) = &env.params {
+            if !p.is_object() {
                 return Err(with_id(RpcError::new(
                     ErrorCode::INVALID_PARAMS,
                     "Invalid params: params must be an object",

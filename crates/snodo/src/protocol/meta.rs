@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use std::borrow::Cow;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -247,34 +247,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
         Ok(out)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MetaParse, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(MetaParse::not_an_object())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<MetaParse, E> {
-        Ok(MetaParse::not_an_object())
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<MetaParse, E> {
-        Ok(MetaParse::not_an_object())
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<MetaParse, E> {
-        Ok(MetaParse::not_an_object())
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<MetaParse, E> {
-        Ok(MetaParse::not_an_object())
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<MetaParse, E> {
-        Ok(MetaParse::not_an_object())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<MetaParse, E> {
-        Ok(MetaParse::not_an_object())
-    }
+    super::params::not_an_object!(MetaParse, MetaParse::not_an_object());
 }
 
 /// An object key, borrowed from the request text when it has no escapes.

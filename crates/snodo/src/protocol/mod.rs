@@ -6,6 +6,7 @@ pub mod error;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;
+pub(crate) mod params;
 
 pub use dialect::{Dialect, Era, V2025_06_18, V2025_11_25, V2026_07_28};
 pub use error::{ErrorCode, RpcError};
