@@ -110,6 +110,17 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refused> {
 
 /// Checks that the client accepts both a JSON and an SSE answer (wildcards count).
 pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Refused> {
+    /// What MCP clients send: accepted without parsing the media ranges.
+    const USUAL: [&[u8]; 2] = [
+        b"application/json, text/event-stream",
+        b"text/event-stream, application/json",
+    ];
+    let mut values = headers.get_all(header::ACCEPT).iter();
+    if let (Some(v), None) = (values.next(), values.next()) {
+        if USUAL.contains(&v.as_bytes()) {
+            return Ok(());
+        }
+    }
     let (mut json, mut sse) = (false, false);
     for value in headers
         .get_all(header::ACCEPT)

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::error::RpcError;
@@ -73,8 +74,9 @@ pub struct RequestMeta {
     pub protocol_version: Option<String>,
     /// `io.modelcontextprotocol/clientCapabilities`, when present (always an object).
     pub client_capabilities: Option<Map<String, Value>>,
-    /// `io.modelcontextprotocol/clientInfo`, when present.
-    pub client_info: Option<Value>,
+    /// `io.modelcontextprotocol/clientInfo`, when present: an object with string
+    /// `name` and `version`, kept as JSON text (read it only if you need it).
+    pub client_info: Option<Box<RawValue>>,
     /// `io.modelcontextprotocol/logLevel`, when present.
     pub log_level: Option<LogLevel>,
     /// `progressToken`, when present.
@@ -134,14 +136,8 @@ impl RequestMeta {
                 self.client_capabilities = Some(caps);
             }
             CLIENT_INFO_KEY => {
-                let valid = value.get("name").is_some_and(Value::is_string)
-                    && value.get("version").is_some_and(Value::is_string);
-                if !valid {
-                    return Err(RpcError::invalid_params(format!(
-                        "{CLIENT_INFO_KEY} must be an object with string name and version"
-                    )));
-                }
-                self.client_info = Some(value);
+                let raw = serde_json::value::to_raw_value(&value).ok();
+                self.set_client_info(raw)?;
             }
             LOG_LEVEL_KEY => {
                 self.log_level =
@@ -171,6 +167,34 @@ impl RequestMeta {
             }
         }
         Ok(())
+    }
+}
+
+impl RequestMeta {
+    fn set_client_info(&mut self, raw: Option<Box<RawValue>>) -> Result<(), RpcError> {
+        /// What a client info must have; other members are allowed and kept.
+        #[derive(Deserialize)]
+        struct Required<'a> {
+            #[serde(borrow)]
+            #[allow(dead_code)]
+            name: Cow<'a, str>,
+            #[serde(borrow)]
+            #[allow(dead_code)]
+            version: Cow<'a, str>,
+        }
+        match raw {
+            // (serde would also take the positional `["name", "version"]` form.)
+            Some(raw)
+                if raw.get().starts_with('{')
+                    && serde_json::from_str::<Required<'_>>(raw.get()).is_ok() =>
+            {
+                self.client_info = Some(raw);
+                Ok(())
+            }
+            _ => Err(RpcError::invalid_params(format!(
+                "{CLIENT_INFO_KEY} must be an object with string name and version"
+            ))),
+        }
     }
 }
 
@@ -232,16 +256,21 @@ impl<'de> Visitor<'de> for MetaVisitor {
             ..MetaParse::default()
         };
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            let value: Value = map.next_value()?;
-            match &*key.0 {
-                PROTOCOL_VERSION_KEY => out.has_version = true,
-                CLIENT_CAPABILITIES_KEY => out.has_capabilities = true,
-                _ => {}
-            }
-            if out.error.is_none() {
-                if let Err(e) = out.meta.accept(key.0, value) {
-                    out.error = Some(e);
+            let accepted = match &*key.0 {
+                // Kept as text: parsed into a tree only if the application reads it.
+                CLIENT_INFO_KEY => {
+                    let raw: Box<RawValue> = map.next_value()?;
+                    out.meta.set_client_info(Some(raw))
                 }
+                k => {
+                    out.has_version |= k == PROTOCOL_VERSION_KEY;
+                    out.has_capabilities |= k == CLIENT_CAPABILITIES_KEY;
+                    let value: Value = map.next_value()?;
+                    out.meta.accept(key.0, value)
+                }
+            };
+            if let (None, Err(e)) = (&out.error, accepted) {
+                out.error = Some(e);
             }
         }
         Ok(out)

@@ -196,8 +196,8 @@ impl RequestContext {
 
     /// The client info sent with this request (2026-07-28), if any. Never an identity.
     #[must_use]
-    pub fn client_info(&self) -> Option<&Value> {
-        self.inner.init.meta.client_info.as_ref()
+    pub fn client_info(&self) -> Option<&serde_json::value::RawValue> {
+        self.inner.init.meta.client_info.as_deref()
     }
 
     /// The parsed request `_meta`.

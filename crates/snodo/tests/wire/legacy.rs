@@ -164,7 +164,7 @@ fn whoami() -> Tool {
             Json(json!({
                 "protocolVersion": ctx.protocol_version(),
                 "clientCapabilities": ctx.client_capabilities().cloned(),
-                "clientInfo": ctx.client_info().cloned(),
+                "clientInfo": ctx.client_info().map(|r| serde_json::from_str::<serde_json::Value>(r.get()).unwrap()),
                 "principal": ctx.principal().map(|p| p.id().to_owned()),
             }))
         })

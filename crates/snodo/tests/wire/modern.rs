@@ -216,6 +216,101 @@ async fn request_meta_is_required() {
 }
 
 #[tokio::test]
+async fn request_meta_members_are_validated_and_reach_the_handler() {
+    let rt = builder(&MODERN)
+        .tool(
+            snodo::Tool::new("whoami")
+                .description("Reports the request metadata")
+                .handler(|_: snodo::NoArguments, ctx| async move {
+                    let info = ctx
+                        .client_info()
+                        .map(|r| serde_json::from_str::<Value>(r.get()).unwrap());
+                    snodo::Json(json!({
+                        "clientInfo": info,
+                        "clientCapabilities": ctx.client_capabilities().cloned(),
+                        "other": ctx.meta().other.clone(),
+                    }))
+                }),
+        )
+        .build()
+        .unwrap();
+    let s = TestServer::start(rt).await;
+    let h = [
+        ("MCP-Protocol-Version", V),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "whoami"),
+    ];
+    let call = |id: i64, extra: Value| {
+        let mut m = meta();
+        for (k, v) in extra.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        body(
+            json!(id),
+            "tools/call",
+            json!({"name": "whoami", "_meta": m}),
+        )
+    };
+    // Escaped strings and extra members survive; unknown _meta keys are kept for the app.
+    let info = json!({"name": "c\"li\u{e9}nt", "version": "1.0", "title": "T"});
+    let r = s
+        .post(
+            &h,
+            &call(
+                1,
+                json!({
+                    "io.modelcontextprotocol/clientInfo": info,
+                    "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                    "com.example/trace": "t-1"
+                }),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_valid(V, "tools/call", &r);
+    assert_eq!(
+        r.json()["result"]["structuredContent"],
+        json!({"clientInfo": info, "clientCapabilities": {"sampling": {}}, "other": {"com.example/trace": "t-1"}})
+    );
+    // Each known member is checked; the refusal names it and echoes the id.
+    for (id, bad, names) in [
+        (
+            2,
+            json!({"io.modelcontextprotocol/clientInfo": {"name": "c", "version": 1}}),
+            "clientInfo",
+        ),
+        (
+            3,
+            json!({"io.modelcontextprotocol/clientInfo": ["c", "1"]}),
+            "clientInfo",
+        ),
+        (
+            4,
+            json!({"io.modelcontextprotocol/clientCapabilities": []}),
+            "clientCapabilities",
+        ),
+        (
+            5,
+            json!({"io.modelcontextprotocol/protocolVersion": 2026}),
+            "protocolVersion",
+        ),
+        (
+            6,
+            json!({"io.modelcontextprotocol/logLevel": "loud"}),
+            "logLevel",
+        ),
+        (7, json!({"progressToken": 1.5}), "progressToken"),
+    ] {
+        let r = s.post(&h, &call(id, bad)).await;
+        assert_eq!((r.status, r.error_code()), (400, -32602), "{}", r.text());
+        assert_eq!(r.json()["id"], id);
+        let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains(names), "{message}");
+        assert_valid(V, "tools/call", &r);
+    }
+}
+
+#[tokio::test]
 async fn versions_are_negotiated_per_request() {
     let s = server(&ALL).await;
     let v999 = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0", "io.modelcontextprotocol/clientCapabilities": {}}});
