@@ -161,7 +161,10 @@ impl<'a, P: Params<'a>> Incoming<'a, P> {
             }
             _ => return Err(RpcError::new(ErrorCode::PARSE_ERROR, "Parse error")),
         }
-        let env: RawEnvelope<'a, P> = serde_json::from_slice(body).map_err(|e| match e.classify() {
+        // One UTF-8 check of the whole body, instead of one per string while parsing.
+        let text = std::str::from_utf8(body)
+            .map_err(|_| RpcError::new(ErrorCode::PARSE_ERROR, "Parse error"))?;
+        let env: RawEnvelope<'a, P> = serde_json::from_str(text).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",

@@ -82,9 +82,7 @@ fn shape(call: &Call, result: ToolResult) -> Result<ResultObject, RpcError> {
     let failed = |_| RpcError::internal("Tool result could not be serialised");
     // A `_meta` of the handler's own gets the server info added by `finish`: keep it a tree.
     if dialect.has_icons() && !result.has_meta() {
-        return serde_json::to_string(&result)
-            .map(ResultObject::object)
-            .map_err(failed);
+        return Ok(ResultObject::tool(result));
     }
     let Value::Object(mut out) = serde_json::to_value(&result).map_err(failed)? else {
         return Err(RpcError::internal("Tool result could not be serialised"));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::model::CacheHint;
+use crate::model::{CacheHint, ToolResult};
 use crate::protocol::jsonrpc::write_id;
 use crate::protocol::{Method, RequestId};
 use crate::runtime::Caches;
@@ -21,8 +21,8 @@ pub(crate) enum Member {
     Text(Arc<str>),
     /// The same, known at compile time.
     Static(&'static str),
-    /// A whole JSON object whose members are spliced in (a serialised tool result).
-    Object(String),
+    /// A tool result, serialised straight into the message when it is written.
+    Tool(ToolResult),
 }
 
 /// A JSON-RPC `result` object.
@@ -44,18 +44,31 @@ impl From<Map<String, Value>> for ResultObject {
 }
 
 impl ResultObject {
-    /// A result made of one serialised object.
-    pub(crate) fn object(json: String) -> Self {
+    /// A result made of one tool result.
+    pub(crate) fn tool(result: ToolResult) -> Self {
         Self {
             fields: Map::new(),
-            members: vec![Member::Object(json)],
+            members: vec![Member::Tool(result)],
         }
     }
 
     /// Writes the object as JSON text.
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
         let mut empty = true;
-        if self.fields.is_empty() {
+        let mut members = self.members.iter().peekable();
+        if let (true, Some(Member::Tool(first))) = (self.fields.is_empty(), members.peek()) {
+            // The usual tools/call result: the tool's object opens the result and is
+            // reopened for the envelope members, written in place (no copy).
+            let start = out.len();
+            if serde_json::to_writer(&mut *out, first).is_ok() {
+                out.pop();
+                empty = out.len() == start + 1;
+            } else {
+                out.truncate(start);
+                out.push(b'{');
+            }
+            members.next();
+        } else if self.fields.is_empty() {
             out.push(b'{');
         } else {
             // A map of JSON values always serialises; reopen it for the raw members.
@@ -63,7 +76,8 @@ impl ResultObject {
             out.pop();
             empty = false;
         }
-        for member in &self.members {
+        for member in members {
+            let owned;
             let text = match member {
                 Member::Keyed(key, json) => {
                     if !empty {
@@ -78,7 +92,12 @@ impl ResultObject {
                 }
                 Member::Text(t) => &**t,
                 Member::Static(t) => t,
-                Member::Object(o) => o.get(1..o.len().saturating_sub(1)).unwrap_or_default(),
+                Member::Tool(r) => {
+                    owned = serde_json::to_string(r).unwrap_or_default();
+                    owned
+                        .get(1..owned.len().saturating_sub(1))
+                        .unwrap_or_default()
+                }
             };
             if text.is_empty() {
                 continue;
@@ -109,7 +128,7 @@ impl ResultObject {
                 Member::Keyed(k, v) => k.len() + v.len() + 4,
                 Member::Text(t) => t.len() + 1,
                 Member::Static(t) => t.len() + 1,
-                Member::Object(o) => o.len(),
+                Member::Tool(_) => 256,
             })
             .sum::<usize>();
         let mut out = Vec::with_capacity(guess + 64 + 32 * self.fields.len());
@@ -190,18 +209,38 @@ mod tests {
         ));
         assert_eq!(r.to_json(), r#"{"tools":[{"a":1},2]}"#);
         r.fields.insert("x".into(), Value::Bool(true));
-        r.members.push(Member::Object("{}".into()));
-        r.members.push(Member::Object(r#"{"y":[]}"#.into()));
+        r.members.push(Member::Text("".into()));
+        r.members.push(Member::Text(r#""y":[]"#.into()));
         r.members.push(Member::Static(COMPLETE));
         let v: Value = serde_json::from_str(&r.to_json()).unwrap_or_default();
         assert_eq!(
             v,
             serde_json::json!({"x": true, "tools": [{"a": 1}, 2], "y": [], "resultType": "complete"})
         );
-        let only = ResultObject::object("{}".into());
+        let only = ResultObject {
+            members: vec![Member::Text("".into())],
+            ..ResultObject::default()
+        };
         assert_eq!(only.to_json(), "{}");
         let m = only.message(&RequestId::Number(-7));
         assert_eq!(&m[..], br#"{"jsonrpc":"2.0","id":-7,"result":{}}"#);
+        // A tool result opens the object, wherever it is listed.
+        let mut tool = ResultObject::tool(ToolResult::text("hi"));
+        tool.members.push(Member::Static(COMPLETE));
+        let expected = serde_json::json!({
+            "content": [{"type": "text", "text": "hi"}], "isError": false, "resultType": "complete"
+        });
+        assert_eq!(
+            serde_json::from_str::<Value>(&tool.to_json()).ok(),
+            Some(expected.clone())
+        );
+        let mut later = ResultObject::default();
+        later.fields.insert("resultType".into(), "complete".into());
+        later.members.push(Member::Tool(ToolResult::text("hi")));
+        assert_eq!(
+            serde_json::from_str::<Value>(&later.to_json()).ok(),
+            Some(expected)
+        );
     }
 
     #[test]
