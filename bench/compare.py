@@ -124,6 +124,7 @@ def main():
               f"| {fmt(stat(s, '2026-07-28', 'call', 256, 'p99_ms')[0], 2)} |")
     print()
 
+    ms = []
     if a.mem:
         try:
             with open(a.mem) as f:
@@ -155,15 +156,34 @@ def main():
             f_cpu, f_rps, f_p50 = res[(a.floor, proto, sc)]
             _, r_rps, _ = res[(a.rmcp, proto, sc)]
             checks.append((f"CPU/req {op} {proto} <= 1.5x floor", ratio(cpu, f_cpu), lambda x: x <= 1.5))
-            checks.append((f"req/s per core {op} {proto} >= 2.5x rmcp", ratio(rps, r_rps), lambda x: x >= 2.5))
+            r_cpu = res[(a.rmcp, proto, sc)][0]
+            # Throughput per core of the server: requests per server CPU-second
+            # (= rmcp's CPU per request / ours). The co-located req/s below also counts
+            # wrk's share of the same core; even the floor reaches only ~2.4x rmcp there.
+            checks.append((f"requests per server CPU-second {op} {proto} >= 2.5x rmcp",
+                           ratio(r_cpu, cpu), lambda x: x >= 2.5))
+            checks.append((f"req/s co-located with wrk {op} {proto} >= 2.5x rmcp (floor: "
+                           f"{fmt(ratio(f_rps, r_rps), 2)}x)", ratio(rps, r_rps), lambda x: x >= 2.5))
             checks.append((f"p50 c=1 {op} {proto} <= 1.3x floor", ratio(p50, f_p50), lambda x: x <= 1.3))
     for sc, op in ops:
         m = res[(a.ours, "2026-07-28", sc)][0]
         l = res[(a.ours, "2025-11-25", sc)][0]
         checks.append((f"legacy CPU/req {op} within 10% of 2026-07-28 (legacy/modern)", ratio(l, m),
                        lambda x: 0.9 <= x <= 1.1))
+        # A 2025-11-25 request is smaller (no _meta, two headers fewer): the floor's own
+        # legacy/modern ratio is the part of the difference that is the request itself.
+        fm = res[(a.floor, "2026-07-28", sc)][0]
+        fl = res[(a.floor, "2025-11-25", sc)][0]
+        checks.append((f"  same, divided by the floor's own legacy/modern ({fmt(ratio(fl, fm), 2)})",
+                       ratio(ratio(l, m), ratio(fl, fm)), lambda x: 0.9 <= x <= 1.1))
     checks.append(("RSS c=32 <= 6 MiB", mem[a.ours][0], lambda x: x <= 6))
     checks.append(("RSS c=256 <= 12 MiB", mem[a.ours][1], lambda x: x <= 12))
+    for c, limit in ((32, 6), (256, 12)):
+        sel = [m for m in ms if m["name"] == a.ours and int(m["conns"]) == c] if a.mem and ms else []
+        if sel:
+            an = med([m["anon_kb"] / 1024 for m in sel])
+            checks.append((f"  anonymous (per-instance) RSS after c={c} <= {limit} MiB", an,
+                           lambda x, limit=limit: x <= limit))
     for label, v, ok in checks:
         verdict = "n/a" if v is None else ("met" if ok(v) else "NOT met")
         print(f"- {label}: {fmt(v, 2)} -> {verdict}")
