@@ -8,6 +8,8 @@
 //!   header mirrors and `_meta` rules; an unknown value is `-32022`; a missing header is
 //!   refused (the 2025-03-26 fallback is not implemented).
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Map, Value};
@@ -69,17 +71,18 @@ fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h st
 }
 
 /// Decodes the `=?base64?…?=` sentinel form of a mirrored header value.
-fn decode_header_value(name: &str, raw: &str) -> Result<String, RpcError> {
+fn decode_header_value<'h>(name: &str, raw: &'h str) -> Result<Cow<'h, str>, RpcError> {
     let Some(inner) = raw
         .strip_prefix("=?base64?")
         .and_then(|r| r.strip_suffix("?="))
     else {
-        return Ok(raw.to_owned());
+        return Ok(Cow::Borrowed(raw));
     };
     base64::engine::general_purpose::STANDARD
         .decode(inner)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
+        .map(Cow::Owned)
         .ok_or_else(|| {
             RpcError::header_mismatch(format!("Header {name} has a malformed base64 value"))
         })

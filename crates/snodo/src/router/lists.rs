@@ -66,10 +66,7 @@ fn page_members(
 }
 
 fn list_result(members: Arc<str>) -> ResultObject {
-    ResultObject {
-        members: vec![Member::Text(members)],
-        ..ResultObject::default()
-    }
+    ResultObject::from_member(Member::Text(members))
 }
 
 /// One list of the dialect's view.

@@ -46,9 +46,16 @@ impl From<Map<String, Value>> for ResultObject {
 impl ResultObject {
     /// A result made of one tool result.
     pub(crate) fn tool(result: ToolResult) -> Self {
+        Self::from_member(Member::Tool(result))
+    }
+
+    /// A result of one member, with room for the envelope members `finish` adds.
+    pub(crate) fn from_member(member: Member) -> Self {
+        let mut members = Vec::with_capacity(3);
+        members.push(member);
         Self {
             fields: Map::new(),
-            members: vec![Member::Tool(result)],
+            members,
         }
     }
 
