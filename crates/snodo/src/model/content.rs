@@ -4,6 +4,8 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::protocol::json_text::write_str;
+
 /// Audience, priority and last-modified hints on a content block or resource.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -273,6 +275,45 @@ impl ToolResult {
         self.meta.is_some()
     }
 
+    /// Appends the result as JSON, byte for byte what its `Serialize` writes, with the
+    /// text of plain text blocks escaped by the fast writer (large tool outputs are
+    /// mostly such text). Serialising only strings and JSON values cannot fail.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(b"{\"content\":[");
+        for (i, block) in self.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                Content::Text {
+                    text,
+                    annotations: None,
+                } => {
+                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    write_str(out, text);
+                    out.push(b'}');
+                }
+                other => serde_json::to_writer(&mut *out, other)?,
+            }
+        }
+        out.push(b']');
+        if let Some(structured) = &self.structured_content {
+            out.extend_from_slice(b",\"structuredContent\":");
+            serde_json::to_writer(&mut *out, structured)?;
+        }
+        out.extend_from_slice(if self.is_error {
+            b",\"isError\":true"
+        } else {
+            b",\"isError\":false"
+        });
+        if let Some(meta) = &self.meta {
+            out.extend_from_slice(b",\"_meta\":");
+            serde_json::to_writer(&mut *out, meta)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
     /// The structured content, if any.
     #[must_use]
     pub fn structured_content(&self) -> Option<&Value> {
@@ -351,6 +392,37 @@ impl PromptResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn write_json_is_what_serialize_writes() {
+        let annotated = Content::Text {
+            text: "with \"annotations\"\n".into(),
+            annotations: Some(Annotations {
+                priority: Some(0.5),
+                ..Annotations::default()
+            }),
+        };
+        let results = [
+            ToolResult::default(),
+            ToolResult::text("hello"),
+            ToolResult::text("tab\there, quote \" and 日本 \u{1}"),
+            ToolResult::error("it failed"),
+            ToolResult::structured(json!({"a": [1, "two", null]})),
+            ToolResult::text("x")
+                .with_content(annotated)
+                .with_content(Content::image(b"png", "image/png"))
+                .with_content(Content::resource_link("file:///a", "a"))
+                .with_meta("k", json!({"v": true})),
+        ];
+        for r in results {
+            let mut ours = Vec::new();
+            assert!(r.write_json(&mut ours).is_ok());
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                serde_json::to_string(&r).unwrap_or_default()
+            );
+        }
+    }
 
     #[test]
     fn content_wire_shapes() {

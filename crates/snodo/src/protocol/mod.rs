@@ -3,6 +3,7 @@
 
 pub mod dialect;
 pub mod error;
+pub(crate) mod json_text;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;

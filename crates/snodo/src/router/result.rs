@@ -67,7 +67,7 @@ impl ResultObject {
             // The usual tools/call result: the tool's object opens the result and is
             // reopened for the envelope members, written in place (no copy).
             let start = out.len();
-            if serde_json::to_writer(&mut *out, first).is_ok() {
+            if first.write_json(out).is_ok() {
                 out.pop();
                 empty = out.len() == start + 1;
             } else {
@@ -100,7 +100,11 @@ impl ResultObject {
                 Member::Text(t) => &**t,
                 Member::Static(t) => t,
                 Member::Tool(r) => {
-                    owned = serde_json::to_string(r).unwrap_or_default();
+                    let mut text = Vec::new();
+                    owned = match r.write_json(&mut text) {
+                        Ok(()) => String::from_utf8(text).unwrap_or_default(),
+                        Err(_) => String::new(),
+                    };
                     owned
                         .get(1..owned.len().saturating_sub(1))
                         .unwrap_or_default()
