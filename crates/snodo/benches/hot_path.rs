@@ -1,10 +1,12 @@
-//! Micro-benchmarks of the request hot path (issue 8), public API only.
+//! Micro-benchmarks of the request hot path (issue 8), public API plus the hidden
+//! `snodo::fuzzing::parse_request` (the server's one-pass envelope + params read).
 //!
 //! - `e2e/*`: `McpService::handle` of the literal requests `bench/compare.sh` sends
 //!   (tools/call `echo` and tools/list, 2026-07-28 and 2025-11-25), from an
 //!   `http::Request<Full<Bytes>>` to the collected response bytes.
-//! - `decode/*`, `encode/*`: the public pieces of that path (envelope parse, `_meta`
-//!   parse, result envelope) so the e2e figure can be split.
+//! - `decode/*`, `encode/*`: pieces of that path (the envelope alone, the envelope with
+//!   its params as the server reads them, the result envelope) so the e2e figure can be
+//!   split.
 //! - `large/*`: a tools/call whose `text` argument is 1 MiB, end to end, against the
 //!   "parse it once" reference (one typed serde_json parse of the same body).
 //!
@@ -31,7 +33,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use snodo::http::McpService;
 use snodo::protocol::jsonrpc::{Incoming, result_message};
-use snodo::protocol::{RequestId, RequestMeta, V2025_11_25, V2026_07_28};
+use snodo::protocol::{RequestId, V2025_11_25, V2026_07_28};
 use snodo::{Runtime, Tool, ToolResult};
 
 const MODERN: &str = "2026-07-28";
@@ -184,25 +186,13 @@ fn decode_encode(c: &mut Criterion) {
             });
         });
     }
-    // The `_meta` object of a 2026-07-28 request: Value parse + RequestMeta::parse
-    // (what admission does today), against a typed borrowed parse of the same bytes.
-    let meta_json = format!("{{{META}}}");
-    g.bench_function("meta_value_then_RequestMeta", |b| {
-        b.iter(|| {
-            let v: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(black_box(&meta_json)).expect("json");
-            black_box(RequestMeta::parse(v.get("_meta")).expect("valid meta"))
+    // What the server does: the envelope and the params (`_meta` typed, the rest as
+    // JSON) in one pass over the body.
+    for case in cases() {
+        g.bench_function(format!("envelope_and_params_{}", case.name), |b| {
+            b.iter(|| black_box(snodo::fuzzing::parse_request(black_box(&case.body))));
         });
-    });
-    g.bench_function("params_to_Map_2026-07-28_call", |b| {
-        // What `select::params_map` does with the tools/call params.
-        let params = format!(r#"{{"name":"echo","arguments":{{"text":"hello"}},{META}}}"#);
-        b.iter(|| {
-            let m: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(black_box(&params)).expect("json");
-            black_box(m)
-        });
-    });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("encode");

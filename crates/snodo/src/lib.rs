@@ -75,6 +75,18 @@ pub mod fuzzing {
         crate::runtime::cursor::decode(cursor, "2026-07-28", "tools/list", 0, len)
     }
 
+    /// Reads a message and its params in one pass as the server does; `true` for a
+    /// request (used by the hot-path benchmarks).
+    #[must_use]
+    pub fn parse_request(body: &[u8]) -> bool {
+        matches!(
+            crate::protocol::jsonrpc::Incoming::<crate::protocol::params::SplitParams>::parse_as(
+                body
+            ),
+            Ok(crate::protocol::jsonrpc::Incoming::Request { .. })
+        )
+    }
+
     /// Matches a URI against a URI template (both parsed as the runtime does).
     #[must_use]
     pub fn match_template(template: &str, uri: &str) -> Option<usize> {

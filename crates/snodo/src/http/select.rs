@@ -99,7 +99,10 @@ pub(crate) fn admit_request(
     let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
     let method = Method::parse(method_name);
     let SplitParams {
-        meta, rest: params, ..
+        meta,
+        arguments,
+        rest: params,
+        ..
     } = params.unwrap_or_default();
     let catalogue = runtime.catalogue();
     let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
@@ -126,6 +129,7 @@ pub(crate) fn admit_request(
                 method,
                 method_name: method_name.to_owned(),
                 params,
+                arguments,
                 meta,
                 catalogue,
             });
@@ -161,7 +165,7 @@ pub(crate) fn admit_request(
             method,
             method_name,
             meta.as_ref(),
-            &params,
+            (&params, arguments.as_ref()),
         )
         .map_err(fail)?;
     }
@@ -173,6 +177,7 @@ pub(crate) fn admit_request(
         method,
         method_name: method_name.to_owned(),
         params,
+        arguments,
         meta,
         catalogue,
     })
@@ -205,7 +210,7 @@ fn check_stateless(
     method: Method,
     method_name: &str,
     meta: Option<&MetaParse>,
-    params: &Map<String, Value>,
+    (params, arguments): (&Map<String, Value>, Option<&Value>),
 ) -> Result<(), RpcError> {
     match single(headers, &MCP_METHOD)? {
         None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
@@ -255,7 +260,7 @@ fn check_stateless(
             let header = single(headers, &name)?
                 .map(|h| decode_header_value(name.as_str(), h))
                 .transpose()?;
-            p.check(params.get("arguments"), header.as_deref())?;
+            p.check(arguments, header.as_deref())?;
         }
     }
     Ok(())

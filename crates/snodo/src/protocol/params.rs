@@ -43,6 +43,8 @@ pub(crate) use not_an_object;
 pub(crate) struct SplitParams {
     /// `params._meta`, when present.
     pub(crate) meta: Option<MetaParse>,
+    /// `params.arguments` (tools/call, prompts/get), when present.
+    pub(crate) arguments: Option<Value>,
     /// Every other member.
     pub(crate) rest: Map<String, Value>,
     /// `params` was not an object (refused with `-32602` once the id is known).
@@ -75,6 +77,8 @@ impl<'de> Visitor<'de> for SplitVisitor {
         while let Some(Key(key)) = map.next_key()? {
             if key == "_meta" {
                 out.meta = Some(map.next_value()?);
+            } else if key == "arguments" {
+                out.arguments = Some(map.next_value()?);
             } else {
                 out.rest.insert(key.into_owned(), map.next_value()?);
             }
@@ -102,7 +106,8 @@ mod tests {
         )
         .unwrap_or_default();
         assert!(p.is_object());
-        assert_eq!(p.rest.len(), 2);
+        assert_eq!(p.rest.len(), 1);
+        assert_eq!(p.arguments, Some(serde_json::json!({"a": [1]})));
         let meta = p.meta.map(MetaParse::into_result);
         let meta = meta.and_then(Result::ok).unwrap_or_default();
         assert!(meta.present);

@@ -17,7 +17,7 @@ impl Runtime {
         ctx: RequestContext,
     ) -> Result<ResultObject, Stop> {
         let name = req_str(&call.params, "name")?.to_owned();
-        let arguments = match call.params.remove("arguments") {
+        let arguments = match call.arguments.take() {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(RpcError::invalid_params("arguments must be an object").into()),

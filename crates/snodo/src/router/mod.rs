@@ -32,6 +32,8 @@ pub(crate) struct Call {
     pub(crate) method: Method,
     pub(crate) method_name: String,
     pub(crate) params: Map<String, Value>,
+    /// `params.arguments`, kept apart from the other members.
+    pub(crate) arguments: Option<Value>,
     pub(crate) meta: RequestMeta,
     /// The catalogue this request is served from, loaded once at admission.
     pub(crate) catalogue: Arc<Catalogue>,
@@ -43,6 +45,7 @@ impl std::fmt::Debug for Call {
             .field("dialect", &self.dialect.version())
             .field("method", &self.method)
             .field("params", &self.params)
+            .field("arguments", &self.arguments)
             .field("meta", &self.meta)
             .finish_non_exhaustive()
     }

@@ -53,7 +53,7 @@ fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
 impl Runtime {
     pub(super) async fn get_prompt(&self, call: &Call, ctx: RequestContext) -> Interactive {
         let name = req_str(&call.params, "name")?;
-        let args = string_map(call.params.get("arguments"), "arguments")?;
+        let args = string_map(call.arguments.as_ref(), "arguments")?;
         let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
         let catalogue = &call.catalogue;
         let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
