@@ -275,6 +275,21 @@ impl ToolResult {
         self.meta.is_some()
     }
 
+    /// About how many bytes [`write_json`](Self::write_json) writes (exact for plain
+    /// text without escapes), to size the response buffer once.
+    pub(crate) fn size_hint(&self) -> usize {
+        let blocks: usize = self
+            .content
+            .iter()
+            .map(|b| match b {
+                Content::Text { text, .. } => text.len() + 32,
+                _ => 256,
+            })
+            .sum();
+        let structured = self.structured_content.as_ref().map_or(0, |_| 256);
+        blocks + structured + 48
+    }
+
     /// Appends the result as JSON, byte for byte what its `Serialize` writes, with the
     /// text of plain text blocks escaped by the fast writer (large tool outputs are
     /// mostly such text). Serialising only strings and JSON values cannot fail.

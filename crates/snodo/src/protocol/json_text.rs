@@ -28,25 +28,26 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let mut run = 0; // start of the bytes not yet copied
     let mut i = 0;
     while i < bytes.len() {
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            if !needs_escape(u64::from_le_bytes(word)) {
-                i += 8;
-                continue;
+        // Skip whole words that need no escape.
+        for word in bytes[i..].chunks_exact(8) {
+            let word: [u8; 8] = [
+                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+            ];
+            if needs_escape(u64::from_le_bytes(word)) {
+                break;
             }
+            i += 8;
         }
-        // Byte by byte through the chunk that has something to escape (or the tail).
+        // Byte by byte through the word that has something to escape (or the tail).
         let end = (i + 8).min(bytes.len());
-        while i < end {
-            let b = bytes[i];
+        for (at, &b) in bytes.iter().enumerate().take(end).skip(i) {
             if let Some(escape) = escape_of(b) {
-                out.extend_from_slice(&bytes[run..i]);
+                out.extend_from_slice(&bytes[run..at]);
                 write_escape(out, b, escape);
-                run = i + 1;
+                run = at + 1;
             }
-            i += 1;
         }
+        i = end;
     }
     out.extend_from_slice(&bytes[run..]);
     out.push(b'"');

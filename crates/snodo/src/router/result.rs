@@ -139,7 +139,7 @@ impl ResultObject {
                 Member::Keyed(k, v) => k.len() + v.len() + 4,
                 Member::Text(t) => t.len() + 1,
                 Member::Static(t) => t.len() + 1,
-                Member::Tool(_) => 256,
+                Member::Tool(r) => r.size_hint(),
             })
             .sum::<usize>();
         let mut out = Vec::with_capacity(guess + 64 + 32 * self.fields.len());
