@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
+use serde::Deserialize as _;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -24,8 +25,6 @@ use super::inflight::InFlight;
 use super::response;
 use super::service::Shared;
 use crate::protocol::jsonrpc::error_message;
-use serde::Deserialize as _;
-
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::{Answer, Call};

@@ -175,12 +175,10 @@ impl RequestMeta {
         /// What a client info must have; other members are allowed and kept.
         #[derive(Deserialize)]
         struct Required<'a> {
-            #[serde(borrow)]
-            #[allow(dead_code)]
-            name: Cow<'a, str>,
-            #[serde(borrow)]
-            #[allow(dead_code)]
-            version: Cow<'a, str>,
+            #[serde(borrow, rename = "name")]
+            _name: Cow<'a, str>,
+            #[serde(borrow, rename = "version")]
+            _version: Cow<'a, str>,
         }
         match raw {
             // (serde would also take the positional `["name", "version"]` form.)
