@@ -170,40 +170,33 @@ async fn expect_100_continue_over_the_limit_gets_413_and_no_continue() {
     );
 }
 
+/// The echo request with `body` sent in chunks of `size` bytes.
+fn chunked(addr: SocketAddr, body: &str, size: usize) -> String {
+    let mut req = format!(
+        "{}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        echo_head(addr)
+    );
+    for piece in body.as_bytes().chunks(size) {
+        req.push_str(&format!(
+            "{:x}\r\n{}\r\n",
+            piece.len(),
+            std::str::from_utf8(piece).unwrap()
+        ));
+    }
+    req.push_str("0\r\n\r\n");
+    req
+}
+
 #[tokio::test]
 async fn a_chunked_body_over_the_limit_is_413() {
     let s = start(HttpConfig::default().max_body_bytes(1024)).await;
     let body = echo_body(2, &"y".repeat(3000));
-    let mut req = format!(
-        "{}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-        echo_head(s.addr)
-    );
-    for piece in body.as_bytes().chunks(300) {
-        req.push_str(&format!(
-            "{:x}\r\n{}\r\n",
-            piece.len(),
-            std::str::from_utf8(piece).unwrap()
-        ));
-    }
-    req.push_str("0\r\n\r\n");
-    let r = s.raw(&req).await;
+    let r = s.raw(&chunked(s.addr, &body, 300)).await;
     assert_rpc_error(&r, 413, -32600);
 
     // The same body under the limit, chunked, is served.
     let small = echo_body(3, "chunked ok");
-    let mut req = format!(
-        "{}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-        echo_head(s.addr)
-    );
-    for piece in small.as_bytes().chunks(7) {
-        req.push_str(&format!(
-            "{:x}\r\n{}\r\n",
-            piece.len(),
-            std::str::from_utf8(piece).unwrap()
-        ));
-    }
-    req.push_str("0\r\n\r\n");
-    let r = s.raw(&req).await;
+    let r = s.raw(&chunked(s.addr, &small, 7)).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.result()["content"][0]["text"], "chunked ok");
 }
