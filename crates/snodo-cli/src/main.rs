@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use snodo::http::{HttpConfig, Server};
-use snodo::protocol::{Dialect, V2025_06_18, V2025_11_25, V2026_07_28};
+use snodo::protocol::{Dialect, dialect};
 
 #[derive(Parser, Debug)]
 #[command(name = "snodo", version, about = "A stateless MCP server runtime")]
@@ -45,7 +45,17 @@ enum Command {
         /// Folder to expose (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
-        /// Also speak the initialize-era revisions 2025-11-25 and 2025-06-18.
+        /// Enabled protocol versions, comma-separated, in preference order (default:
+        /// every version snodo speaks, so that every client connects).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "2026-07-28,2025-11-25,2025-06-18,2025-03-26",
+            conflicts_with = "legacy"
+        )]
+        protocols: Vec<String>,
+        /// Every version snodo speaks (the default; kept as an alias of the full
+        /// `--protocols` list).
         #[arg(long)]
         legacy: bool,
     },
@@ -84,14 +94,13 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
         .iter()
         .map(|v| {
             let v = v.trim();
-            [&V2026_07_28, &V2025_11_25, &V2025_06_18]
-                .into_iter()
-                .find(|d| d.version() == v)
-                .ok_or_else(|| {
-                    format!(
-                        "unknown protocol version {v:?} (known: 2026-07-28, 2025-11-25, 2025-06-18)"
-                    )
-                })
+            Dialect::by_version(v).ok_or_else(|| {
+                let known: Vec<&str> = dialect::ALL.iter().map(|d| d.version()).collect();
+                format!(
+                    "unknown protocol version {v:?} (known: {})",
+                    known.join(", ")
+                )
+            })
         })
         .collect()
 }
@@ -106,16 +115,21 @@ async fn run(cli: Cli) -> Result<(), String> {
         config = config.any_host();
     }
     let (runtime, addr, banner) = match cli.command {
-        Command::Serve { addr, root, legacy } => {
+        Command::Serve {
+            addr,
+            root,
+            protocols,
+            legacy,
+        } => {
             let root = match root {
                 Some(r) => r,
                 None => std::env::current_dir()
                     .map_err(|e| format!("cannot read the current directory: {e}"))?,
             };
-            let protocols: Vec<&'static Dialect> = if legacy {
-                vec![&V2026_07_28, &V2025_11_25, &V2025_06_18]
+            let protocols = if legacy {
+                dialect::ALL.to_vec()
             } else {
-                vec![&V2026_07_28]
+                dialects(&protocols)?
             };
             let runtime = demo::runtime(&root, protocols, key)?;
             (

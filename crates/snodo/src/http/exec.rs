@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde::Deserialize as _;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -26,7 +26,7 @@ use super::response;
 use super::service::Shared;
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::params::SplitParams;
-use crate::protocol::{Dialect, RequestId};
+use crate::protocol::{Asking, Dialect, LogLevels, RequestId};
 use crate::router::{Answer, Call};
 use crate::runtime::context::{ContextInit, Principal};
 
@@ -63,6 +63,76 @@ fn final_message(dialect: &Dialect, id: &RequestId, ended: Ended) -> Option<(Sta
     }
 }
 
+/// Why an execution slot was not granted.
+enum NoSlot {
+    Overloaded,
+    TimedOut,
+}
+
+/// An execution slot, at once when one is free (without arming a timer for the wait).
+async fn enter(shared: &Shared, deadline: Instant) -> Result<OwnedSemaphorePermit, NoSlot> {
+    match shared.gate.try_enter() {
+        Some(slot) => Ok(slot),
+        None => match tokio::time::timeout_at(deadline, shared.gate.enter()).await {
+            Ok(Ok(slot)) => Ok(slot),
+            Ok(Err(_)) => Err(NoSlot::Overloaded),
+            Err(_) => Err(NoSlot::TimedOut),
+        },
+    }
+}
+
+/// A fresh execution token: independent, not a child of `shared.root` (creating and
+/// dropping a child locks the root's mutex, one global lock per request across all
+/// workers). Shutdown still reaches the execution: a request that starts after
+/// `cancel_all` starts cancelled, and one that has to wait also waits on `shared.root`
+/// (see `run`).
+fn execution_token(shared: &Shared) -> CancellationToken {
+    let cancel = CancellationToken::new();
+    if shared.cancelled_all.load(Ordering::Acquire) {
+        cancel.cancel();
+    }
+    cancel
+}
+
+/// Executes `call` with nothing streamed, as a member of a JSON-RPC batch: its final
+/// message, or `None` when it was cancelled. Its progress and log notifications are
+/// not sent (a batch is answered by one JSON array), and it cannot ask the client.
+pub(crate) async fn execute_quiet(
+    shared: &Arc<Shared>,
+    id: RequestId,
+    mut call: Call,
+    principal: Option<Principal>,
+) -> Option<Bytes> {
+    let deadline = Instant::now() + shared.config.request_timeout;
+    let slot = match enter(shared, deadline).await {
+        Ok(slot) => slot,
+        Err(NoSlot::Overloaded) => {
+            return Some(error_message(Some(&id), &response::overloaded_error()));
+        }
+        Err(NoSlot::TimedOut) => return Some(error_message(Some(&id), &response::timeout_error())),
+    };
+    let cancel = execution_token(shared);
+    let _registration = InFlight::register(&shared.inflight, principal.as_ref(), &id, &cancel);
+    let dialect = call.dialect;
+    let init = ContextInit {
+        dialect,
+        id: id.clone(),
+        meta: std::mem::take(&mut call.meta),
+        principal,
+        cancel: cancel.clone(),
+        sink: None,
+        log_threshold: None,
+        server_requests: None,
+        runtime: shared.runtime.clone(),
+    };
+    // Dropping this future (the client went away) cancels the execution.
+    let guard = cancel.clone().drop_guard();
+    let ended = run(Arc::clone(shared), call, init, cancel, deadline).await;
+    guard.disarm();
+    drop(slot);
+    final_message(dialect, &id, ended).map(|(_, body)| body)
+}
+
 /// Executes `call` and answers it.
 pub(crate) async fn execute(
     shared: &Arc<Shared>,
@@ -71,40 +141,27 @@ pub(crate) async fn execute(
     principal: Option<Principal>,
 ) -> Response<Body> {
     let deadline = Instant::now() + shared.config.request_timeout;
-    // A free slot is taken at once, without arming a timer for the wait.
-    let slot = match shared.gate.try_enter() {
-        Some(slot) => slot,
-        None => match tokio::time::timeout_at(deadline, shared.gate.enter()).await {
-            Ok(Ok(slot)) => slot,
-            Ok(Err(_)) => return response::overloaded(&id),
-            Err(_) => return response::timed_out(&id),
-        },
+    let slot = match enter(shared, deadline).await {
+        Ok(slot) => slot,
+        Err(NoSlot::Overloaded) => return response::overloaded(&id),
+        Err(NoSlot::TimedOut) => return response::timed_out(&id),
     };
     let runtime = &shared.runtime;
     let dialect = call.dialect;
-    let log_threshold = if dialect.is_stateless() {
-        call.meta.log_level
-    } else {
-        runtime.inner.legacy_log_level
+    let log_threshold = match dialect.log_levels() {
+        LogLevels::PerRequest => call.meta.log_level,
+        LogLevels::Runtime => runtime.inner.legacy_log_level,
     };
-    let server_requests = if dialect.is_stateless() {
-        None
-    } else {
-        runtime
+    let server_requests = match dialect.asking() {
+        Asking::Rounds => None,
+        Asking::ServerRequests => runtime
             .inner
             .server_requests
-            .map(|t| (runtime.inner.pending.clone(), t))
+            .map(|t| (runtime.inner.pending.clone(), t)),
     };
     let streams =
         call.meta.progress_token.is_some() || log_threshold.is_some() || server_requests.is_some();
-    // An independent token, not a child of `shared.root`: creating and dropping a child
-    // locks the root's mutex, one global lock per request across all workers. Shutdown
-    // still reaches the execution: a request that starts after `cancel_all` starts
-    // cancelled, and one that has to wait also waits on `shared.root` (see `run`).
-    let cancel = CancellationToken::new();
-    if shared.cancelled_all.load(Ordering::Acquire) {
-        cancel.cancel();
-    }
+    let cancel = execution_token(shared);
     let registration = InFlight::register(&shared.inflight, principal.as_ref(), &id, &cancel);
     let (tx, mut rx) = if streams {
         let (tx, rx) = mpsc::channel(STREAM_DEPTH);

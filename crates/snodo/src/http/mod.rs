@@ -2,6 +2,7 @@
 
 mod admission;
 mod auth;
+mod batch;
 mod body;
 mod config;
 mod exec;

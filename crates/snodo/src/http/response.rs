@@ -160,10 +160,12 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
 
 /// 503 with `Retry-After`: every execution slot is busy and the queue is full.
 pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
-    overloaded_with(
-        id,
-        &RpcError::internal("Server overloaded: too many requests in flight; retry later"),
-    )
+    overloaded_with(id, &overloaded_error())
+}
+
+/// The error of a request refused because every slot is busy and the queue is full.
+pub(crate) fn overloaded_error() -> RpcError {
+    RpcError::internal("Server overloaded: too many requests in flight; retry later")
 }
 
 /// 503 with `Retry-After` and this error.

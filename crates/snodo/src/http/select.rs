@@ -5,8 +5,12 @@
 //!   a header that names another version is a conflict.
 //! - Every other message is routed by `MCP-Protocol-Version`: an enabled initialize-era
 //!   version selects that dialect; `2026-07-28` selects the stateless dialect with its
-//!   header mirrors and `_meta` rules; an unknown value is `-32022`; a missing header is
-//!   refused (the 2025-03-26 fallback is not implemented).
+//!   header mirrors and `_meta` rules; an unknown value is `-32022`. A missing header
+//!   selects the enabled dialect that has no version header (2025-03-26), as the
+//!   2025-06-18 transport asks of a server with no other way to know the version;
+//!   without one it is refused.
+//! - A legacy `initialize` to a runtime with no initialize-era dialect is `-32022`
+//!   naming the supported versions.
 
 use std::borrow::Cow;
 
@@ -111,6 +115,9 @@ pub(crate) fn admit_request(
         .and_then(|m| m.meta.protocol_version.as_deref());
 
     if method == Method::Initialize && body_version.is_none() {
+        if let Some(error) = initialize_unsupported(runtime, &params, header) {
+            return Err(fail(error));
+        }
         if let Some(dialect) = select_initialize(runtime, &params, header) {
             if header.is_some_and(|h| h != dialect.version()) {
                 return Err(Rejection::for_dialect(
@@ -137,6 +144,25 @@ pub(crate) fn admit_request(
     }
 
     let Some(header) = header else {
+        // A request whose `_meta` names its version has a way to know it: it is a
+        // 2026-07-28 request missing its header, refused below.
+        if let Some(dialect) = runtime
+            .headerless_dialect()
+            .filter(|_| body_version.is_none())
+        {
+            let meta = meta
+                .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
+                .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
+            return Ok(Call {
+                dialect,
+                method,
+                method_name: method_name.to_owned(),
+                params,
+                arguments,
+                meta,
+                catalogue,
+            });
+        }
         let message =
             "Missing MCP-Protocol-Version header: it is required on every request after initialize";
         let code = if runtime.stateless_dialect().is_some() {
@@ -181,6 +207,28 @@ pub(crate) fn admit_request(
         meta,
         catalogue,
     })
+}
+
+/// The refusal of a legacy `initialize` by a runtime that speaks no initialize-era
+/// dialect (2026-07-28 `basic/versioning`: `-32022` with the supported versions).
+fn initialize_unsupported(
+    runtime: &Runtime,
+    params: &Map<String, Value>,
+    header: Option<&str>,
+) -> Option<RpcError> {
+    if runtime.first_initialize_dialect().is_some()
+        || header.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless))
+    {
+        return None;
+    }
+    let proposed = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(RpcError::unsupported_initialize(
+        runtime.supported_versions(),
+        proposed,
+    ))
 }
 
 /// The dialect an `initialize` request negotiates, if any initialize-era dialect is on.
@@ -266,6 +314,30 @@ fn check_stateless(
     Ok(())
 }
 
+/// The dialect of a JSON-RPC batch: the one the version header names, or the one a
+/// header-less request is taken to speak; it must be a revision with batches.
+pub(crate) fn admit_batch(
+    runtime: &Runtime,
+    headers: &HeaderMap,
+) -> Result<&'static Dialect, Rejection> {
+    let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
+    let dialect = match header {
+        None => runtime.headerless_dialect(),
+        Some(h) => Some(runtime.dialect(h).ok_or_else(|| {
+            Rejection::admission(RpcError::unsupported_version(
+                runtime.supported_versions(),
+                h,
+            ))
+        })?),
+    };
+    dialect.filter(|d| d.accepts_batches()).ok_or_else(|| {
+        Rejection::admission(RpcError::new(
+            ErrorCode::INVALID_REQUEST,
+            "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",
+        ))
+    })
+}
+
 /// What to do with a notification: the dialect it belongs to.
 pub(crate) fn admit_notification(
     runtime: &Runtime,
@@ -273,8 +345,9 @@ pub(crate) fn admit_notification(
 ) -> Result<&'static Dialect, Rejection> {
     let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
     match header {
-        // Header rules for notification POSTs are not defined in 2026-07-28.
-        None => runtime.stateless_dialect().ok_or_else(|| {
+        // Header rules for notification POSTs are not defined in 2026-07-28; a client
+        // of the revision without the header (2025-03-26) sends none.
+        None => runtime.headerless_dialect().or_else(|| runtime.stateless_dialect()).ok_or_else(|| {
             Rejection::admission(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Missing MCP-Protocol-Version header: it is required on every message after initialize",

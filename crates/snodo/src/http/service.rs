@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::admission;
+use super::batch;
 use super::body::Body;
 use super::config::HttpConfig;
 use super::exec;
@@ -156,6 +157,9 @@ impl McpService {
             }
             Err(_) => return Err(response::bad_body()),
         };
+        if batch::is_batch(&bytes) {
+            return Ok(batch::answer(&self.shared, &parts.headers, &bytes, principal).await);
+        }
         let incoming = parse_body(&bytes).map_err(reject)?;
         let runtime = &self.shared.runtime;
         match incoming {
@@ -184,36 +188,46 @@ impl McpService {
             }
             Incoming::Response { id, result, error } => {
                 select::admit_response(runtime, &parts.headers).map_err(reject)?;
-                // An answer to a server-to-client request: route it by its id. Unknown ids
-                // (answered late, or meant for another instance) are dropped.
-                if let Some(RequestId::String(id)) = id {
-                    let parse = |raw: Option<&RawValue>| {
-                        raw.and_then(|r| serde_json::from_str(r.get()).ok())
-                            .unwrap_or_default()
-                    };
-                    let answer = if error.is_some() {
-                        Err(parse(error))
-                    } else {
-                        Ok(parse(result))
-                    };
-                    if !runtime.deliver_answer(&id, answer) {
-                        tracing::warn!(
-                            id = %id,
-                            "dropped a client answer that no request of this instance waits for \
-                             (late, or routed to another instance)"
-                        );
-                    }
-                }
+                deliver(runtime, id, result, error);
                 Ok(response::accepted())
             }
         }
     }
 }
 
+/// Routes a client's answer to a server-to-client request by its id. Unknown ids
+/// (answered late, or meant for another instance) are dropped.
+pub(super) fn deliver(
+    runtime: &Runtime,
+    id: Option<RequestId>,
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) {
+    let Some(RequestId::String(id)) = id else {
+        return;
+    };
+    let parse = |raw: Option<&RawValue>| {
+        raw.and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or_default()
+    };
+    let answer = if error.is_some() {
+        Err(parse(error))
+    } else {
+        Ok(parse(result))
+    };
+    if !runtime.deliver_answer(&id, answer) {
+        tracing::warn!(
+            id = %id,
+            "dropped a client answer that no request of this instance waits for \
+             (late, or routed to another instance)"
+        );
+    }
+}
+
 /// Reads the message and its `params` in one pass. A body that only the raw scan
 /// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
 /// that the refusal carries the request id as it did before the fast path.
-fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
+pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
     if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
         return Ok(incoming);
     }
@@ -234,7 +248,7 @@ fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
     }
 }
 
-fn reject(r: Rejection) -> Response<Body> {
+pub(super) fn reject(r: Rejection) -> Response<Body> {
     response::rpc_error(r.status, None, &r.error)
 }
 

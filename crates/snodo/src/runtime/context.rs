@@ -16,7 +16,7 @@ use super::error::HandlerError;
 use super::input::{InputRequest, InputRequired};
 use super::pending::PendingRequests;
 use crate::protocol::jsonrpc::{notification_message, request_message};
-use crate::protocol::{Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
+use crate::protocol::{Asking, Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
 
 /// The authenticated caller of a request, as the application's authenticator named it.
 ///
@@ -302,7 +302,7 @@ impl RequestContext {
         requests: impl IntoIterator<Item = (String, InputRequest)>,
     ) -> Result<Map<String, Value>, HandlerError> {
         let requests: Vec<(String, InputRequest)> = requests.into_iter().collect();
-        if !self.inner.init.dialect.is_stateless() {
+        if self.inner.init.dialect.asking() == Asking::ServerRequests {
             let mut out = Map::new();
             for (key, request) in requests {
                 let answer = self.ask_client(&request).await?;
@@ -348,15 +348,14 @@ impl RequestContext {
                 "server-to-client requests are not enabled on this server",
             ));
         };
+        let mut params = request.params().clone();
+        self.inner
+            .init
+            .dialect
+            .shape_server_request(request.method(), &mut params)
+            .map_err(unavailable)?;
         let id = pending.mint();
         let rx = pending.register(&id);
-        let mut params = request.params().clone();
-        if !self.inner.init.dialect.has_url_elicitation() {
-            // 2025-06-18 elicitation has no `mode` (form is the only kind).
-            if let Some(p) = params.as_object_mut() {
-                p.remove("mode");
-            }
-        }
         let message = request_message(
             &RequestId::String(id.as_str().into()),
             request.method(),
