@@ -46,6 +46,7 @@
 
 #![forbid(unsafe_code)]
 
+mod engine;
 pub mod http;
 pub mod model;
 pub mod protocol;

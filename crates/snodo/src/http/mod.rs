@@ -5,8 +5,6 @@ mod auth;
 mod body;
 mod config;
 mod exec;
-mod gate;
-mod inflight;
 mod listen;
 mod response;
 mod select;

@@ -184,6 +184,18 @@ impl Dialect {
             }
         }
     }
+
+    /// Whether a request's log level comes from its own `_meta` (else from what the
+    /// connection or the runtime set).
+    pub(crate) fn log_level_per_request(&self) -> bool {
+        self.era == Era::Stateless
+    }
+
+    /// Whether the server may send the client JSON-RPC requests (sampling, elicitation,
+    /// roots) while a request executes; 2026-07-28 asks through `input_required` instead.
+    pub(crate) fn has_server_requests(&self) -> bool {
+        self.era == Era::Initialize
+    }
 }
 
 impl fmt::Display for Dialect {
