@@ -48,6 +48,9 @@ enum Command {
         /// Also speak the initialize-era revisions 2025-11-25 and 2025-06-18.
         #[arg(long)]
         legacy: bool,
+        /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
+        #[arg(long)]
+        stdio: bool,
     },
     /// Serve the official conformance fixture.
     Fixture {
@@ -67,6 +70,9 @@ enum Command {
         /// Items per list page.
         #[arg(long, default_value_t = 100)]
         page_size: usize,
+        /// Speak MCP on stdin/stdout instead of HTTP.
+        #[arg(long)]
+        stdio: bool,
     },
 }
 
@@ -105,8 +111,13 @@ async fn run(cli: Cli) -> Result<(), String> {
     if cli.any_host {
         config = config.any_host();
     }
-    let (runtime, addr, banner) = match cli.command {
-        Command::Serve { addr, root, legacy } => {
+    let (runtime, addr, banner, stdio) = match cli.command {
+        Command::Serve {
+            addr,
+            root,
+            legacy,
+            stdio,
+        } => {
             let root = match root {
                 Some(r) => r,
                 None => std::env::current_dir()
@@ -122,6 +133,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 runtime,
                 addr,
                 format!("serving {} read-only", root.display()),
+                stdio,
             )
         }
         Command::Fixture {
@@ -129,6 +141,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             profile,
             page_size,
+            stdio,
         } => {
             let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size)
                 .map_err(|e| e.to_string())?;
@@ -136,9 +149,20 @@ async fn run(cli: Cli) -> Result<(), String> {
                 runtime,
                 addr,
                 format!("conformance fixture ({})", protocols.join(",")),
+                stdio,
             )
         }
     };
+    if stdio {
+        // stdout carries MCP messages only: the banner goes to stderr.
+        eprintln!(
+            "snodo {banner}: stdio (protocols: {})",
+            runtime.supported_versions().join(", ")
+        );
+        return snodo::stdio::serve(runtime)
+            .await
+            .map_err(|e| e.to_string());
+    }
     let server = Server::bind(runtime.clone(), addr, config)
         .await
         .map_err(|e| e.to_string())?;
@@ -170,7 +194,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cli)) {
+    let outcome = rt.block_on(run(cli));
+    // Do not wait for a blocked stdin read (stdio mode ended by a signal).
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("snodo: {e}");

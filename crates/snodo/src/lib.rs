@@ -52,6 +52,7 @@ pub mod model;
 pub mod protocol;
 mod router;
 pub mod runtime;
+pub mod stdio;
 
 pub use model::{
     CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,

@@ -13,6 +13,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, MetaParse, PROTOCOL_VERSION_KEY};
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
@@ -152,4 +153,25 @@ fn not_initialized() -> RpcError {
         ErrorCode::INVALID_REQUEST,
         "Invalid Request: send initialize first (or carry the 2026-07-28 _meta on every request)",
     )
+}
+
+/// Reads one message and its `params` in one pass. A message that only the raw reading
+/// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
+/// that the refusal carries the request id.
+pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, RpcError> {
+    if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
+        return Ok(incoming);
+    }
+    match Incoming::parse(bytes)? {
+        Incoming::Request { id, .. } => Err(RpcError::invalid_params(
+            "Invalid params: params could not be read (nested too deeply, or an invalid string)",
+        )
+        .with_id(id)),
+        // Unreadable params make a notification a no-op.
+        Incoming::Notification { method, .. } => Ok(Incoming::Notification {
+            method,
+            params: None,
+        }),
+        Incoming::Response { id, result, error } => Ok(Incoming::Response { id, result, error }),
+    }
 }

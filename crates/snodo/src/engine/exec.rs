@@ -56,6 +56,11 @@ pub(crate) fn timeout_error() -> RpcError {
     RpcError::internal("Request execution timed out")
 }
 
+/// The error of a request refused because every slot is busy and the queue is full.
+pub(crate) fn overloaded_error() -> RpcError {
+    RpcError::internal("Server overloaded: too many requests in flight; retry later")
+}
+
 /// Why an execution did not start.
 #[derive(Debug)]
 pub(crate) enum Refused {

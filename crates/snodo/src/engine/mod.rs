@@ -23,7 +23,9 @@ use std::time::Duration;
 use serde::Deserialize as _;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use exec::{Ended, Execution, Held, Options, Refused, Step, timeout_error};
+pub(crate) use exec::{
+    Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
+};
 pub(crate) use inflight::InFlight;
 pub(crate) use listen::{ListenStep, Subscription};
 

@@ -160,10 +160,7 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
 
 /// 503 with `Retry-After`: every execution slot is busy and the queue is full.
 pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
-    overloaded_with(
-        id,
-        &RpcError::internal("Server overloaded: too many requests in flight; retry later"),
-    )
+    overloaded_with(id, &crate::engine::overloaded_error())
 }
 
 /// 503 with `Retry-After` and this error.
