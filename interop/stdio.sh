@@ -2,7 +2,8 @@
 # Real-client interop over stdio: the official TypeScript SDKs (v2 client with automatic
 # negotiation, v1 client at 2025-11-25) and the Python SDK (`mcp`, auto and legacy) launch
 # `snodo serve --stdio` and `snodo fixture --stdio` as child processes: tools, resources,
-# prompts and one cancellation each. Ends with "N passed, M failed"; exit 0 iff M == 0.
+# prompts and one cancellation each. The MCP Inspector CLI (one call per process, so no
+# cancellation) lists and calls tools, reads a resource and gets a prompt. Ends with "N passed, M failed"; exit 0 iff M == 0.
 #
 # Environment:
 #   SNODO_BIN  server binary (default: <repo>/target/debug/snodo; not built here)
@@ -27,7 +28,8 @@ installed_version() {
         "$HERE/node_modules/$1" 2>/dev/null || true
 }
 if [ "$(installed_version @modelcontextprotocol/client)" != "2.4.0" ] ||
-   [ "$(installed_version @modelcontextprotocol/sdk)" != "1.32.2" ]; then
+   [ "$(installed_version @modelcontextprotocol/sdk)" != "1.32.2" ] ||
+   [ "$(installed_version @modelcontextprotocol/inspector-cli)" != "1.0.3" ]; then
     echo "interop/stdio: installing pinned SDKs (npm ci)" >&2
     (cd "$HERE" && npm ci --ignore-scripts --no-audit --no-fund >&2) || die "npm ci failed"
 fi
@@ -76,6 +78,28 @@ run ts-v2 "$NODE" "$HERE/stdio.mjs" --sdk v2 --bin "$SNODO_BIN" --root "$ROOT"
 run ts-v1 "$NODE" "$HERE/stdio.mjs" --sdk v1 --bin "$SNODO_BIN" --root "$ROOT"
 run py-auto "$VENV/bin/python" "$HERE/stdio_client.py" --mode auto --bin "$SNODO_BIN" --root "$ROOT" --work "$WORK"
 run py-legacy "$VENV/bin/python" "$HERE/stdio_client.py" --mode legacy --bin "$SNODO_BIN" --root "$ROOT" --work "$WORK"
+
+# The Inspector CLI resolves its own package.json against the working directory.
+INSPECTOR_DIR="$HERE/node_modules/@modelcontextprotocol/inspector-cli/build"
+inspector_check() { # name, expected text, inspector arguments...
+    local name="$1" want="$2"; shift 2
+    local got
+    if got="$(cd "$INSPECTOR_DIR" && timeout 60 "$NODE" index.js "$SNODO_BIN" serve --stdio --legacy --root "$ROOT" "$@" 2>>"$WORK/inspector.err")" &&
+       printf '%s' "$got" | grep -q -- "$want"; then
+        echo "ok $name"; ins_pass=$((ins_pass + 1))
+    else
+        echo "FAIL $name: $(printf '%s' "$got" | head -c 300 | tr '\n' ' ')"; ins_fail=$((ins_fail + 1))
+    fi
+}
+echo "== inspector-cli"
+ins_pass=0; ins_fail=0
+inspector_check "tools/list" '"name": "search"' --method tools/list
+inspector_check "tools/call search" '"path": "hello.txt"' --method tools/call --tool-name search --tool-arg query=hello
+inspector_check "resources/read" 'hello world' --method resources/read --uri "file://$ROOT/hello.txt"
+inspector_check "prompts/get review_file" 'hello world' --method prompts/get --prompt-name review_file --prompt-args path=hello.txt
+echo "${ins_pass} passed, ${ins_fail} failed"
+[ "$ins_fail" -eq 0 ] || sed 's/^/  | /' "$WORK/inspector.err" | tail -n 20 >&2
+total_pass=$((total_pass + ins_pass)); total_fail=$((total_fail + ins_fail))
 
 echo "${total_pass} passed, ${total_fail} failed"
 [ "$total_fail" -eq 0 ]
