@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Deserialize as _;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use exec::{
@@ -91,6 +92,22 @@ impl Engine {
     pub(crate) fn cancel_all(&self) {
         self.cancelled_all.store(true, Ordering::Release);
         self.root.cancel();
+    }
+}
+
+/// A client's answer to a server-to-client request: its `result`, or its `error` object.
+pub(crate) fn client_answer(
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) -> crate::runtime::pending::Answer {
+    let parse = |raw: Option<&RawValue>| {
+        raw.and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or_default()
+    };
+    if error.is_some() {
+        Err(parse(error))
+    } else {
+        Ok(parse(result))
     }
 }
 

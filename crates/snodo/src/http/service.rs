@@ -9,7 +9,6 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
-use serde_json::value::RawValue;
 
 use super::admission;
 use super::body::Body;
@@ -171,15 +170,7 @@ impl McpService {
                 // An answer to a server-to-client request: route it by its id. Unknown ids
                 // (answered late, or meant for another instance) are dropped.
                 if let Some(RequestId::String(id)) = id {
-                    let parse = |raw: Option<&RawValue>| {
-                        raw.and_then(|r| serde_json::from_str(r.get()).ok())
-                            .unwrap_or_default()
-                    };
-                    let answer = if error.is_some() {
-                        Err(parse(error))
-                    } else {
-                        Ok(parse(result))
-                    };
+                    let answer = engine::client_answer(result, error);
                     if !runtime.deliver_answer(&id, answer) {
                         tracing::warn!(
                             id = %id,

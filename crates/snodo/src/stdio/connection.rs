@@ -379,16 +379,10 @@ impl Connection {
             tracing::debug!("stdio: ignored a response without a string id");
             return;
         };
-        let parse = |raw: Option<&RawValue>| {
-            raw.and_then(|r| serde_json::from_str(r.get()).ok())
-                .unwrap_or_default()
-        };
-        let answer = if error.is_some() {
-            Err(parse(error))
-        } else {
-            Ok(parse(result))
-        };
-        if !self.pending.deliver(&id, answer) {
+        if !self
+            .pending
+            .deliver(&id, engine::client_answer(result, error))
+        {
             tracing::debug!(id = %id, "stdio: ignored a response that no request waits for");
         }
     }
