@@ -58,6 +58,9 @@ enum Command {
         /// `--protocols` list).
         #[arg(long)]
         legacy: bool,
+        /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
+        #[arg(long)]
+        stdio: bool,
     },
     /// Serve the official conformance fixture.
     Fixture {
@@ -77,6 +80,9 @@ enum Command {
         /// Items per list page.
         #[arg(long, default_value_t = 100)]
         page_size: usize,
+        /// Speak MCP on stdin/stdout instead of HTTP.
+        #[arg(long)]
+        stdio: bool,
     },
 }
 
@@ -114,12 +120,13 @@ async fn run(cli: Cli) -> Result<(), String> {
     if cli.any_host {
         config = config.any_host();
     }
-    let (runtime, addr, banner) = match cli.command {
+    let (runtime, addr, banner, stdio) = match cli.command {
         Command::Serve {
             addr,
             root,
             protocols,
             legacy,
+            stdio,
         } => {
             let root = match root {
                 Some(r) => r,
@@ -136,6 +143,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 runtime,
                 addr,
                 format!("serving {} read-only", root.display()),
+                stdio,
             )
         }
         Command::Fixture {
@@ -143,6 +151,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             profile,
             page_size,
+            stdio,
         } => {
             let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size)
                 .map_err(|e| e.to_string())?;
@@ -150,9 +159,20 @@ async fn run(cli: Cli) -> Result<(), String> {
                 runtime,
                 addr,
                 format!("conformance fixture ({})", protocols.join(",")),
+                stdio,
             )
         }
     };
+    if stdio {
+        // stdout carries MCP messages only: the banner goes to stderr.
+        eprintln!(
+            "snodo {banner}: stdio (protocols: {})",
+            runtime.supported_versions().join(", ")
+        );
+        return snodo::stdio::serve(runtime)
+            .await
+            .map_err(|e| e.to_string());
+    }
     let server = Server::bind(runtime.clone(), addr, config)
         .await
         .map_err(|e| e.to_string())?;
@@ -184,7 +204,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cli)) {
+    let outcome = rt.block_on(run(cli));
+    // Do not wait for a blocked stdin read (stdio mode ended by a signal).
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("snodo: {e}");

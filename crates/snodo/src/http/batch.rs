@@ -32,7 +32,7 @@ pub(super) async fn answer(
     body: &[u8],
     principal: Option<Principal>,
 ) -> Response<Body> {
-    let runtime = &shared.runtime;
+    let runtime = &shared.engine.runtime;
     if let Err(r) = select::admit_batch(runtime, headers) {
         // Not a revision with batches: refused as the single-message reader would.
         return match service::parse_body(body) {
@@ -97,7 +97,7 @@ async fn member(
     raw: &[u8],
     principal: Option<Principal>,
 ) -> Option<Bytes> {
-    let runtime = &shared.runtime;
+    let runtime = &shared.engine.runtime;
     let incoming = match service::parse_body(raw) {
         Ok(incoming) => incoming,
         Err(r) => return Some(error_message(r.error.id(), &r.error)),
@@ -118,7 +118,7 @@ async fn member(
         }
         Incoming::Notification { method, params } => {
             if Method::parse(&method) == Method::Cancelled {
-                exec::cancel_by_notification(shared, principal.as_ref(), params);
+                crate::engine::cancel_by_notification(&shared.engine, principal.as_ref(), params);
             }
             None
         }

@@ -6,8 +6,6 @@ mod batch;
 mod body;
 mod config;
 mod exec;
-mod gate;
-mod inflight;
 mod listen;
 mod response;
 mod select;

@@ -18,7 +18,8 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Map, Value};
 
-use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, MetaParse, PROTOCOL_VERSION_KEY};
+use crate::engine::admit::{check_meta, select_initialize};
+use crate::protocol::meta::MetaParse;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
@@ -231,26 +232,6 @@ fn initialize_unsupported(
     ))
 }
 
-/// The dialect an `initialize` request negotiates, if any initialize-era dialect is on.
-fn select_initialize(
-    runtime: &Runtime,
-    params: &Map<String, Value>,
-    header: Option<&str>,
-) -> Option<&'static Dialect> {
-    let first = runtime.first_initialize_dialect()?;
-    // A 2026-07-28 header means a modern client probing: let the stateless rules answer.
-    if header.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless)) {
-        return None;
-    }
-    let proposed = params.get("protocolVersion").and_then(Value::as_str);
-    Some(
-        proposed
-            .and_then(|v| runtime.dialect(v))
-            .filter(|d| !d.is_stateless())
-            .unwrap_or(first),
-    )
-}
-
 /// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
 fn check_stateless(
     catalogue: &Catalogue,
@@ -269,22 +250,7 @@ fn check_stateless(
         }
         Some(_) => {}
     }
-    let Some(meta) = meta else {
-        return Err(RpcError::invalid_params("Missing required params._meta"));
-    };
-    if !meta.is_object {
-        return Err(RpcError::invalid_params("params._meta must be an object"));
-    }
-    if !meta.has_version {
-        return Err(RpcError::invalid_params(format!(
-            "Missing required _meta {PROTOCOL_VERSION_KEY}"
-        )));
-    }
-    if !meta.has_capabilities {
-        return Err(RpcError::invalid_params(format!(
-            "Missing required _meta {CLIENT_CAPABILITIES_KEY}"
-        )));
-    }
+    check_meta(meta)?;
     if let Some(field) = method.name_field() {
         let header = single(headers, &MCP_NAME)?
             .ok_or_else(|| RpcError::header_mismatch("Missing Mcp-Name header"))?;

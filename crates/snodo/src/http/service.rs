@@ -4,47 +4,34 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
-use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
 
 use super::admission;
 use super::batch;
 use super::body::Body;
 use super::config::HttpConfig;
 use super::exec;
-use super::gate::Gate;
-use super::inflight::InFlight;
 use super::listen;
 use super::response;
 use super::select::{self, Rejection};
+use crate::engine::{self, Engine, Limits};
+use serde_json::value::RawValue;
+
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Method, RequestId, RpcError};
 use crate::runtime::Runtime;
 
-/// What every request of one endpoint shares.
+/// What every request of one endpoint shares: the transport-neutral engine and the
+/// HTTP settings.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) runtime: Runtime,
+    pub(crate) engine: Arc<Engine>,
     pub(crate) config: HttpConfig,
-    pub(crate) gate: Gate,
-    pub(crate) inflight: Arc<InFlight>,
-    /// Cancelled by [`McpService::cancel_all`]: executions that wait also wait on it.
-    pub(crate) root: CancellationToken,
-    /// Set by [`McpService::cancel_all`] before `root` is cancelled: executions that
-    /// start later start cancelled. A plain load, where `root.is_cancelled()` would lock
-    /// the root's mutex on every request.
-    pub(crate) cancelled_all: AtomicBool,
-    /// Cancelled when shutdown begins: long-lived listen streams end at once.
-    pub(crate) closing: CancellationToken,
-    /// Open `subscriptions/listen` streams.
-    pub(crate) listeners: std::sync::atomic::AtomicUsize,
 }
 
 /// The Streamable HTTP MCP endpoint. Mount it at `/mcp` in any tower/hyper/axum stack;
@@ -64,16 +51,15 @@ impl McpService {
     /// The endpoint with explicit settings.
     #[must_use]
     pub fn with_config(runtime: Runtime, config: HttpConfig) -> Self {
-        let gate = Gate::new(config.max_concurrent, config.max_queued);
+        let limits = Limits {
+            max_concurrent: config.max_concurrent,
+            max_queued: config.max_queued,
+            request_timeout: config.request_timeout,
+            max_listen_streams: config.max_listen_streams,
+        };
         let shared = Shared {
-            runtime,
+            engine: Arc::new(Engine::new(runtime, limits)),
             config,
-            gate,
-            inflight: Arc::new(InFlight::default()),
-            root: CancellationToken::new(),
-            cancelled_all: AtomicBool::new(false),
-            closing: CancellationToken::new(),
-            listeners: std::sync::atomic::AtomicUsize::new(0),
         };
         Self {
             shared: Arc::new(shared),
@@ -89,14 +75,13 @@ impl McpService {
     /// Ends every `subscriptions/listen` stream with its final result (the server does
     /// this when shutdown begins).
     pub fn begin_shutdown(&self) {
-        self.shared.closing.cancel();
+        self.shared.engine.begin_shutdown();
     }
 
     /// Cancels every request still executing (the server does this after the shutdown
     /// drain period).
     pub fn cancel_all(&self) {
-        self.shared.cancelled_all.store(true, Ordering::Release);
-        self.shared.root.cancel();
+        self.shared.engine.cancel_all();
     }
 
     /// Answers one HTTP request.
@@ -161,7 +146,7 @@ impl McpService {
             return Ok(batch::answer(&self.shared, &parts.headers, &bytes, principal).await);
         }
         let incoming = parse_body(&bytes).map_err(reject)?;
-        let runtime = &self.shared.runtime;
+        let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
@@ -182,7 +167,7 @@ impl McpService {
             Incoming::Notification { method, params } => {
                 select::admit_notification(runtime, &parts.headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
-                    exec::cancel_by_notification(&self.shared, principal.as_ref(), params);
+                    engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
                 }
                 Ok(response::accepted())
             }
@@ -206,15 +191,7 @@ pub(super) fn deliver(
     let Some(RequestId::String(id)) = id else {
         return;
     };
-    let parse = |raw: Option<&RawValue>| {
-        raw.and_then(|r| serde_json::from_str(r.get()).ok())
-            .unwrap_or_default()
-    };
-    let answer = if error.is_some() {
-        Err(parse(error))
-    } else {
-        Ok(parse(result))
-    };
+    let answer = engine::client_answer(result, error);
     if !runtime.deliver_answer(&id, answer) {
         tracing::warn!(
             id = %id,

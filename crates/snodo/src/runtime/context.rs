@@ -180,8 +180,9 @@ impl RequestContext {
         self.inner.init.principal.as_ref()
     }
 
-    /// The client capabilities declared on this request (2026-07-28). Initialize-era
-    /// requests carry none: a stateless server keeps nothing from `initialize`.
+    /// The client capabilities declared on this request (2026-07-28), or at `initialize`
+    /// on a connection that holds them (stdio). Initialize-era requests over HTTP carry
+    /// none: a stateless server keeps nothing from `initialize`.
     #[must_use]
     pub fn client_capabilities(&self) -> Option<&Map<String, Value>> {
         self.inner.init.meta.client_capabilities.as_ref()
@@ -348,6 +349,16 @@ impl RequestContext {
                 "server-to-client requests are not enabled on this server",
             ));
         };
+        // A connection that knows what the client declared at `initialize` (stdio) asks
+        // only for what it declared.
+        if let Some(caps) = self.client_capabilities() {
+            if !request.allowed_by(Some(caps)) {
+                let (name, _) = request.required_capability();
+                return Err(unavailable(&format!(
+                    "the client did not declare the {name} capability"
+                )));
+            }
+        }
         let mut params = request.params().clone();
         self.inner
             .init

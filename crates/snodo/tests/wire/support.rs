@@ -396,7 +396,7 @@ pub fn assert_schema(revision: &str, definition: &str, instance: &Value) {
 }
 
 /// The result definition of a method.
-fn result_definition(method: &str) -> &'static str {
+pub fn result_definition(method: &str) -> &'static str {
     match method {
         "initialize" => "InitializeResult",
         "server/discover" => "DiscoverResult",
