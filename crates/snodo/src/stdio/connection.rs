@@ -4,6 +4,7 @@
 //! request ids (cancellation, answers to server requests).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,6 +119,13 @@ where
     result
 }
 
+/// The input side: the reader, whether it ended, and a frame read ahead.
+struct Input<'r, R> {
+    reader: &'r mut R,
+    eof: bool,
+    held: Option<Frame>,
+}
+
 struct Connection {
     engine: Arc<Engine>,
     config: StdioConfig,
@@ -149,43 +157,76 @@ impl Connection {
         stop: impl Future<Output = ()>,
     ) -> Ended {
         tokio::pin!(stop);
+        let mut input = Input {
+            reader,
+            eof: false,
+            held: None,
+        };
         loop {
-            // Back-pressure: a request needs a permit before its line is read.
-            let permit = tokio::select! {
-                biased;
-                () = &mut stop => return Ok(()),
-                p = Arc::clone(&self.permits).acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => return Ok(()),
+            let frame = match input.held.take() {
+                Some(frame) => Some(frame),
+                None => tokio::select! {
+                    biased;
+                    () = stop.as_mut() => return Ok(()),
+                    frame = self.next_frame(&mut input) => frame?,
                 },
             };
-            let frame = loop {
-                if let Some(frame) = self.lines.next() {
-                    break Some(frame);
-                }
-                let read = tokio::select! {
-                    biased;
-                    () = &mut stop => return Ok(()),
-                    r = reader.read_buf(self.lines.buffer()) => r?,
-                };
-                if read == 0 {
-                    break None;
-                }
-            };
             let Some(frame) = frame else {
-                // End of input: a last line without its newline is still read.
-                if let Some(frame) = self.lines.finish() {
-                    self.frame(frame, permit).await;
-                }
                 return Ok(());
             };
-            self.frame(frame, permit).await;
+            if !self.frame(frame, &mut input, stop.as_mut()).await? {
+                return Ok(());
+            }
         }
     }
 
-    async fn frame(&mut self, frame: Frame, permit: OwnedSemaphorePermit) {
-        let line = match frame {
-            Frame::Line(line) => line,
+    /// The next frame; `None` after the end of input (a last line without its newline
+    /// is still a frame).
+    async fn next_frame<R: AsyncRead + Unpin>(
+        &mut self,
+        input: &mut Input<'_, R>,
+    ) -> std::io::Result<Option<Frame>> {
+        loop {
+            if let Some(frame) = self.lines.next() {
+                return Ok(Some(frame));
+            }
+            if input.eof {
+                return Ok(None);
+            }
+            if input.reader.read_buf(self.lines.buffer()).await? == 0 {
+                input.eof = true;
+                return Ok(self.lines.finish());
+            }
+        }
+    }
+
+    /// Handles one frame; `false` when the connection stops.
+    async fn frame<R: AsyncRead + Unpin>(
+        &mut self,
+        frame: Frame,
+        input: &mut Input<'_, R>,
+        stop: Pin<&mut impl Future<Output = ()>>,
+    ) -> std::io::Result<bool> {
+        let Some(line) = self.line(frame).await else {
+            return Ok(true);
+        };
+        match admit::read_message(&line) {
+            Ok(Incoming::Request { id, method, params }) => {
+                let Some(permit) = self.permit(input, stop).await? else {
+                    return Ok(false);
+                };
+                self.request(id, &method, params, permit).await;
+            }
+            other => self.not_a_request(other).await,
+        }
+        Ok(true)
+    }
+
+    /// The line of a frame, unless it needs no answer or was too long (answered here).
+    async fn line(&self, frame: Frame) -> Option<Bytes> {
+        match frame {
+            Frame::Line(line) if line.iter().all(u8::is_ascii_whitespace) => None,
+            Frame::Line(line) => Some(line),
             Frame::TooLong => {
                 let e = RpcError::new(
                     ErrorCode::INVALID_REQUEST,
@@ -195,19 +236,58 @@ impl Connection {
                     ),
                 );
                 self.send(error_message(None, &e)).await;
-                return;
+                None
             }
-        };
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
         }
-        match admit::read_message(&line) {
-            Err(e) => self.send(error_message(e.id(), &e)).await,
-            Ok(Incoming::Request { id, method, params }) => {
-                self.request(id, &method, params, permit).await;
+    }
+
+    /// A permit for a request (back-pressure). While none is free, the answers and
+    /// notifications that follow are still read, since an executing request may wait
+    /// for an answer behind this one; a second request is held back and reading stops.
+    async fn permit<R: AsyncRead + Unpin>(
+        &mut self,
+        input: &mut Input<'_, R>,
+        mut stop: Pin<&mut impl Future<Output = ()>>,
+    ) -> std::io::Result<Option<OwnedSemaphorePermit>> {
+        loop {
+            if let Ok(p) = Arc::clone(&self.permits).try_acquire_owned() {
+                return Ok(Some(p));
             }
+            if input.held.is_some() || input.eof {
+                return Ok(tokio::select! {
+                    biased;
+                    () = stop.as_mut() => None,
+                    p = Arc::clone(&self.permits).acquire_owned() => p.ok(),
+                });
+            }
+            let frame = tokio::select! {
+                biased;
+                () = stop.as_mut() => return Ok(None),
+                p = Arc::clone(&self.permits).acquire_owned() => return Ok(p.ok()),
+                frame = self.next_frame(input) => frame?,
+            };
+            let Some(line) = (match frame {
+                Some(frame) => self.line(frame).await,
+                None => None,
+            }) else {
+                continue;
+            };
+            let parsed = admit::read_message(&line);
+            if matches!(parsed, Ok(Incoming::Request { .. })) {
+                drop(parsed);
+                input.held = Some(Frame::Line(line));
+            } else {
+                self.not_a_request(parsed).await;
+            }
+        }
+    }
+
+    async fn not_a_request(&self, parsed: Result<Incoming<'_, SplitParams>, RpcError>) {
+        match parsed {
+            Err(e) => self.send(error_message(e.id(), &e)).await,
             Ok(Incoming::Notification { method, params }) => self.notification(&method, params),
             Ok(Incoming::Response { id, result, error }) => self.response(id, result, error),
+            Ok(Incoming::Request { .. }) => {}
         }
     }
 

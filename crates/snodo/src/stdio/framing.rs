@@ -112,6 +112,7 @@ impl Lines {
     /// The end of the stream: the last line if it had no newline (it may be truncated).
     pub(crate) fn finish(&mut self) -> Option<Frame> {
         self.at_start = false;
+        self.scanned = 0;
         if self.discarding || self.buf.is_empty() {
             self.buf.clear();
             return None;
@@ -138,6 +139,8 @@ mod tests {
             }
         }
         out.extend(lines.finish());
+        assert_eq!(lines.next(), None, "nothing after the end");
+        assert_eq!(lines.finish(), None, "the end once");
         out
     }
 

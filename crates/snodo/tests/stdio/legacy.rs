@@ -165,3 +165,33 @@ async fn without_capabilities_nothing_is_asked() {
     assert_eq!(m["id"], 1, "no server request: {m}");
     c.finish().await;
 }
+
+#[tokio::test]
+async fn answers_are_read_while_requests_wait_for_a_slot() {
+    // One request at a time: the asking call holds the slot; the next request waits;
+    // the answer behind it must still be read.
+    let config = snodo::stdio::StdioConfig::default().max_in_flight(1);
+    let mut c = Client::start_with(asking(&ALL).build().unwrap(), config, 1 << 16);
+    initialize(&mut c, L, json!({"elicitation":{}})).await;
+    c.request(
+        json!(1),
+        "tools/call",
+        json!({"name":"ask_name","arguments":{}}),
+    )
+    .await;
+    let ask = c.recv().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    c.request(
+        json!(2),
+        "tools/call",
+        json!({"name":"echo","arguments":{"text":"next"}}),
+    )
+    .await;
+    c.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{"name":"Bo"}}}))
+        .await;
+    let first = c.recv().await;
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["result"]["content"][0]["text"], "Hello, Bo!");
+    assert_eq!(c.recv().await["id"], 2);
+    c.finish().await;
+}
