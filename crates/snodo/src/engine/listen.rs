@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::Engine;
+use super::failure::Failure;
 use crate::protocol::jsonrpc::{notification_message, result_message};
 use crate::protocol::meta::SERVER_INFO_KEY;
 use crate::protocol::{RequestId, RpcError};
@@ -140,24 +141,18 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
-    /// Opens a subscription; the error says whether the capacity is exhausted (`true`)
-    /// or the request is refused.
-    pub(crate) fn open(
-        engine: &Arc<Engine>,
-        id: RequestId,
-        call: &Call,
-    ) -> Result<Self, (RpcError, bool)> {
+    /// Opens a subscription, or says why not (refused, or no subscription slot free).
+    pub(crate) fn open(engine: &Arc<Engine>, id: RequestId, call: &Call) -> Result<Self, Failure> {
         let caps = engine.runtime.inner.capabilities;
         if !caps.list_changed && !caps.subscribe {
-            return Err((RpcError::method_not_found(&call.method_name), false));
+            return Err(RpcError::method_not_found(&call.method_name).into());
         }
-        let filter = Filter::accept(call, engine).map_err(|e| (e, false))?;
+        let filter = Filter::accept(call, engine)?;
         if engine.listeners.fetch_add(1, Ordering::AcqRel) >= engine.limits.max_listen_streams {
             engine.listeners.fetch_sub(1, Ordering::AcqRel);
-            return Err((
-                RpcError::internal("Server subscription capacity exhausted; retry later"),
-                true,
-            ));
+            return Err(Failure::Overloaded(RpcError::internal(
+                "Server subscription capacity exhausted; retry later",
+            )));
         }
         let slot = Slot(Arc::clone(engine));
         let changes = engine.runtime.subscribe_changes();
