@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use super::body::Body;
 use super::response;
 use super::service::Shared;
+use super::sse::{Gone, SseStream};
 use super::status;
 use crate::engine::{Ended, Execution, Failure, Held, Options, Step};
 use crate::protocol::jsonrpc::error_message;
@@ -70,11 +69,11 @@ pub(crate) async fn execute(
                     return response::json(status, body);
                 }
                 // Notifications were queued when the handler finished: send them first.
-                let (body_tx, body_rx) = mpsc::channel(pending.len() + 1);
+                let (sse, response) = SseStream::open(pending.len() + 1, keep_alive);
                 for m in pending.iter().chain(std::iter::once(&body)) {
-                    let _ = body_tx.try_send(response::sse_frame(m));
+                    sse.push_frame(response::sse_frame(m));
                 }
-                return response::event_stream(Body::stream(body_rx));
+                return response;
             }
             Step::Message(first) => response::sse_frame(&first),
         },
@@ -83,36 +82,36 @@ pub(crate) async fn execute(
 
     // From here on the response is an event stream fed by a task that owns the
     // execution (its slot, its registration and its cancellation).
-    let (body_tx, body_rx) = mpsc::channel(STREAM_DEPTH);
-    let _ = body_tx.try_send(first);
+    let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
+    sse.push_frame(first);
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
-            let client_gone = tokio::select! {
+            let step = tokio::select! {
                 biased;
-                step = exec.next() => match step {
-                    Step::Message(m) => body_tx.send(response::sse_frame(&m)).await.is_err(),
-                    Step::Ended(ended) => {
-                        for m in exec.drain() {
-                            let _ = body_tx.send(response::sse_frame(&m)).await;
-                        }
-                        if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
-                            let _ = body_tx.send(response::sse_frame(&body)).await;
-                        }
-                        return;
-                    }
-                },
-                () = body_tx.closed() => true,
-                _ = ticker.tick() => body_tx.send(response::sse_keepalive()).await.is_err(),
+                step = exec.next() => step,
+                Gone = sse.idle() => break,
             };
-            if client_gone {
-                // The client went away: cancel, and let the handler wind down.
-                exec.abandon().await;
-                return;
+            match step {
+                Step::Message(m) => {
+                    if sse.send(&m).await.is_err() {
+                        break;
+                    }
+                }
+                Step::Ended(ended) => {
+                    for m in exec.drain() {
+                        let _ = sse.send(&m).await;
+                    }
+                    if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
+                        let _ = sse.send(&body).await;
+                    }
+                    return;
+                }
             }
         }
+        // The client went away: cancel, and let the handler wind down.
+        exec.abandon().await;
     });
-    response::event_stream(Body::stream(body_rx))
+    response
 }
 
 /// Executes `call` with nothing streamed, as a member of a JSON-RPC batch: its final
