@@ -134,7 +134,7 @@ impl Execution {
             call.meta.log_level
         } else {
             match &options.held {
-                Held::Nothing => runtime.inner.legacy_log_level,
+                Held::Nothing => runtime.legacy_log_level(),
                 Held::Connection { log_level, .. } => *log_level,
             }
         };
@@ -143,7 +143,7 @@ impl Execution {
                 Held::Nothing => runtime
                     .inner
                     .server_requests
-                    .map(|t| (runtime.inner.pending.clone(), t)),
+                    .map(|t| (runtime.pending_requests().clone(), t)),
                 Held::Connection {
                     server_requests, ..
                 } => server_requests.map(|(p, t)| (Arc::clone(p), t)),

@@ -32,7 +32,7 @@ struct Filter {
 impl Filter {
     /// The requested filter, narrowed to what this server advertises.
     fn accept(call: &Call, engine: &Engine) -> Result<Self, RpcError> {
-        let caps = engine.runtime.inner.capabilities;
+        let caps = engine.runtime.capabilities();
         let Some(requested) = call.params.get("notifications").and_then(Value::as_object) else {
             return Err(RpcError::invalid_params("notifications must be an object"));
         };
@@ -142,7 +142,7 @@ pub(crate) struct Subscription {
 impl Subscription {
     /// Opens a subscription, or says why not (refused, or no subscription slot free).
     pub(crate) fn open(engine: &Arc<Engine>, id: RequestId, call: &Call) -> Result<Self, Failure> {
-        let caps = engine.runtime.inner.capabilities;
+        let caps = engine.runtime.capabilities();
         if !caps.list_changed && !caps.subscribe {
             return Err(RpcError::method_not_found(&call.method_name).into());
         }

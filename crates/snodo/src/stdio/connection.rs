@@ -76,7 +76,7 @@ where
         client_caps: None,
         log_level: None,
     };
-    conn.log_level = conn.engine.runtime.inner.legacy_log_level;
+    conn.log_level = conn.engine.runtime.legacy_log_level();
     tracing::debug!("stdio connection open");
     let stop = async {
         tokio::select! {
