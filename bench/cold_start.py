@@ -10,7 +10,8 @@ unless --no-callgrind, one run under callgrind: the instructions of the whole pr
 
 Servers: snodo-2026 (`snodo fixture --stdio --profile echo --workers 1`, one 2026-07-28
 tools/list), snodo-2025 (the same after initialize at 2025-11-25) and, with --rmcp, the
-rmcp 3.11 stdio echo server of bench/rmcp-stdio (initialize, then tools/list).
+rmcp 3.11 stdio echo server of bench/rmcp-stdio (initialize, then tools/list); demo-2026 is
+the demo (`snodo serve --stdio --root bench/`), one 2026-07-28 tools/list.
 """
 
 import argparse
@@ -104,8 +105,11 @@ def main():
     p.add_argument("--no-callgrind", action="store_true")
     a = p.parse_args()
     fixture = [a.snodo, "fixture", "--stdio", "--profile", "echo", "--workers", "1"]
+    demo = [a.snodo, "serve", "--stdio", "--workers", "1", "--root",
+            os.path.dirname(os.path.abspath(__file__))]
     servers = [("snodo-2026", fixture, {}, session(True)),
-               ("snodo-2025", fixture, {}, session(False))]
+               ("snodo-2025", fixture, {}, session(False)),
+               ("demo-2026", demo, {}, session(True))]
     if a.rmcp:
         servers.append(("rmcp", [a.rmcp], {"RMCP_BENCH_WORKERS": "1"}, session(False)))
     runs = {name: [] for name, *_ in servers}
@@ -126,7 +130,7 @@ def main():
               f"{ir if ir is not None else '-':>13}")
     if "rmcp" in med:
         print("ratios to rmcp:")
-        for name in ("snodo-2026", "snodo-2025"):
+        for name in ("snodo-2026", "snodo-2025", "demo-2026"):
             ir = (f", instructions {counted[name] / counted['rmcp']:.2f}x"
                   if counted.get(name) and counted.get("rmcp") else "")
             print(f"  {name}: wall {med[name][0] / med['rmcp'][0]:.2f}x, cpu "

@@ -37,30 +37,44 @@ pub(crate) struct Listing {
     pub(crate) items: Vec<Value>,
     /// The same items serialised, for building pages without re-serialising.
     pub(crate) raw: Vec<Arc<str>>,
-    pub(crate) hash: u64,
+    /// What the hash covers besides the items: the dialect's version and the method.
+    salt: (&'static str, &'static str),
+    /// Computed when first needed (a cursor issued or read, a catalogue compared): a list
+    /// that fits one page never pays for it, nor does the process start.
+    hash: std::sync::OnceLock<u64>,
     /// The first page's result members, serialised by the first request that needs it
     /// (the router's page size is fixed for the runtime).
     pub(crate) first_page: std::sync::OnceLock<Arc<str>>,
 }
 
 impl Listing {
-    fn new(items: Vec<Value>, dialect: &Dialect, method: &str) -> Self {
+    fn new(items: Vec<Value>, dialect: &Dialect, method: &'static str) -> Self {
         let raw: Vec<Arc<str>> = items.iter().map(|i| Arc::from(i.to_string())).collect();
-        let mut h = Sha256::new();
-        h.update(dialect.version());
-        h.update(method);
-        for item in &raw {
-            h.update(item.as_bytes());
-        }
-        let digest = h.finalize();
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&digest[..8]);
         Self {
             items,
             raw,
-            hash: u64::from_be_bytes(first),
+            salt: (dialect.version(), method),
+            hash: std::sync::OnceLock::new(),
             first_page: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A hash of exactly this list (SHA-256 of the dialect, the method and the items, cut
+    /// to 64 bits): the same on every instance that serves the same catalogue, so a cursor
+    /// one instance issued is good at another.
+    pub(crate) fn hash(&self) -> u64 {
+        *self.hash.get_or_init(|| {
+            let mut h = Sha256::new();
+            h.update(self.salt.0);
+            h.update(self.salt.1);
+            for item in &self.raw {
+                h.update(item.as_bytes());
+            }
+            let digest = h.finalize();
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            u64::from_be_bytes(first)
+        })
     }
 }
 
@@ -346,13 +360,13 @@ impl Catalogue {
                 .any(|(a, b)| pick(a) != pick(b))
         };
         let mut out = Vec::new();
-        if differs(|v| v.tools.hash) {
+        if differs(|v| v.tools.hash()) {
             out.push(Change::ToolsListChanged);
         }
-        if differs(|v| v.prompts.hash) {
+        if differs(|v| v.prompts.hash()) {
             out.push(Change::PromptsListChanged);
         }
-        if differs(|v| v.resources.hash) || differs(|v| v.templates.hash) {
+        if differs(|v| v.resources.hash()) || differs(|v| v.templates.hash()) {
             out.push(Change::ResourcesListChanged);
         }
         out
