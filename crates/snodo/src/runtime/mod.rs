@@ -18,6 +18,7 @@ pub mod uri_template;
 
 mod builder;
 pub(crate) mod catalogue;
+mod view;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
