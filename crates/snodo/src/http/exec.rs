@@ -142,6 +142,12 @@ pub(crate) async fn execute(
             guard.disarm();
             drop((registration, slot));
             let pending: Vec<Bytes> = rx.as_mut().map(drain).unwrap_or_default();
+            // An authorizer's challenge is answered at the HTTP level on every dialect.
+            if let (Ended::Done(Err(e)), true) = (&ended, pending.is_empty()) {
+                if let Some(r) = e.rejection() {
+                    return response::auth_rejected_for(Some(&id), r);
+                }
+            }
             let Some((status, body)) = final_message(dialect, &id, ended) else {
                 return response::cancelled();
             };

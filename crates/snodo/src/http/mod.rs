@@ -16,5 +16,7 @@ mod service;
 pub use auth::{AuthRejection, Authenticator, BearerTokens};
 pub use body::Body;
 pub use config::{HttpConfig, LOOPBACK_HOSTS};
-pub use serve::{ENDPOINT_PATH, HEALTH_PATH, ServeError, Server, serve, shutdown_signal};
+pub use serve::{
+    ENDPOINT_PATH, HEALTH_PATH, RouteHandler, ServeError, Server, serve, shutdown_signal,
+};
 pub use service::McpService;
