@@ -100,7 +100,9 @@ impl Runtime {
         let catalogue = &call.catalogue;
         let principal = ctx.principal();
         let found = if let Some(r) = catalogue.resource(&uri) {
-            r.reader.clone().map(|reader| (reader, HashMap::new(), None))
+            r.reader
+                .clone()
+                .map(|reader| (reader, HashMap::new(), None))
         } else {
             catalogue.templates.iter().find_map(|t| {
                 let vars = t.matcher.matches(&uri)?;
