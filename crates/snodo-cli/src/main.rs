@@ -5,6 +5,7 @@
 
 mod demo;
 mod fixture;
+mod oauth;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ enum Command {
         /// Also speak the initialize-era revisions 2025-11-25 and 2025-06-18.
         #[arg(long)]
         legacy: bool,
+        #[command(flatten)]
+        oauth: oauth::OAuthArgs,
     },
     /// Serve the official conformance fixture.
     Fixture {
@@ -105,8 +108,14 @@ async fn run(cli: Cli) -> Result<(), String> {
     if cli.any_host {
         config = config.any_host();
     }
+    let mut protection = None;
     let (runtime, addr, banner) = match cli.command {
-        Command::Serve { addr, root, legacy } => {
+        Command::Serve {
+            addr,
+            root,
+            legacy,
+            oauth,
+        } => {
             let root = match root {
                 Some(r) => r,
                 None => std::env::current_dir()
@@ -117,7 +126,13 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 vec![&V2026_07_28]
             };
-            let runtime = demo::runtime(&root, protocols, key)?;
+            protection = oauth::setup(&oauth, addr).await?;
+            let mut builder = demo::builder(&root, protocols, key)?;
+            if let Some(p) = &protection {
+                builder = p.authorize(builder);
+                config = p.configure(config);
+            }
+            let runtime = builder.build().map_err(|e| e.to_string())?;
             (
                 runtime,
                 addr,
@@ -142,6 +157,13 @@ async fn run(cli: Cli) -> Result<(), String> {
     let server = Server::bind(runtime.clone(), addr, config)
         .await
         .map_err(|e| e.to_string())?;
+    let server = match &protection {
+        Some(p) => {
+            println!("snodo: OAuth resource server, metadata at {}", p.metadata_url());
+            p.mount(server)
+        }
+        None => server,
+    };
     let local = server.local_addr().map_err(|e| e.to_string())?;
     println!(
         "snodo {banner}: http://{local}/mcp (protocols: {})",
