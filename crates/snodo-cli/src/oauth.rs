@@ -26,7 +26,11 @@ pub(crate) struct OAuthArgs {
     oauth_scopes: Vec<String>,
     /// A scope one tool needs, as TOOL=SCOPE (repeatable): calls without it get the
     /// step-up challenge, lists hide the tool.
-    #[arg(long = "oauth-tool-scope", value_name = "TOOL=SCOPE", requires = "oauth_issuer")]
+    #[arg(
+        long = "oauth-tool-scope",
+        value_name = "TOOL=SCOPE",
+        requires = "oauth_issuer"
+    )]
     oauth_tool_scopes: Vec<String>,
 }
 
