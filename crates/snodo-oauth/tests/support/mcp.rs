@@ -12,7 +12,7 @@ use snodo_oauth::{OAuthConfig, ResourceServer, ScopePolicy, TokenInfo};
 
 pub struct Mcp {
     pub addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    pub stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Drop for Mcp {
