@@ -12,8 +12,8 @@ use std::time::Duration;
 use jsonwebtoken::{EncodingKey, Header, encode};
 use serde_json::{Value, json};
 use snodo_oauth::OAuthConfig;
-use support::mcp::{Mcp, assert_401, bearer, call, claims, free_port, mcp, resource, setup};
-use support::{AuthServer, Reply, now, send, sign, unsigned};
+use support::mcp::{Mcp, assert_401, bearer, call, claims, free_port, mcp, post, resource, setup};
+use support::{AuthServer, Reply, now, sign, unsigned};
 
 /// A token signed by the issuer's key with `claim` set to `value` (`Null`: removed).
 async fn with_claim(claim: &str, value: Value) -> (Mcp, Reply) {
@@ -74,15 +74,8 @@ async fn two_authorization_headers_are_400_invalid_request() {
     let (auth, m, key) = setup().await;
     let token = sign(&key, &claims(&auth, m.addr, "mcp"));
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
-    let r = send(
-        m.addr,
-        &format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            m.addr,
-            body.len()
-        ),
-    )
-    .await;
+    let twice = format!("Authorization: Bearer {token}\r\nAuthorization: Bearer {token}\r\n");
+    let r = post(&m, "/mcp", &twice, body).await;
     assert_eq!(r.status, 400, "{r:?}");
     assert_says(&r, "error=\"invalid_request\"");
 }
@@ -253,15 +246,7 @@ async fn a_token_in_the_query_string_is_400() {
     let (auth, m, key) = setup().await;
     let token = sign(&key, &claims(&auth, m.addr, "mcp"));
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
-    let r = send(
-        m.addr,
-        &format!(
-            "POST /mcp?access_token={token} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            m.addr,
-            body.len()
-        ),
-    )
-    .await;
+    let r = post(&m, &format!("/mcp?access_token={token}"), "", body).await;
     assert_eq!(r.status, 400, "{r:?}");
     assert_says(&r, "error=\"invalid_request\"");
     assert_says(&r, "query string");

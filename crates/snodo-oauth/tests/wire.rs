@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use snodo_oauth::Introspection;
 use support::mcp::{
-    Mcp, assert_401, bearer, claims, config, free_port, mcp, metadata_url, resource, setup,
+    Mcp, assert_401, bearer, claims, config, free_port, mcp, metadata_url, post, resource, setup,
 };
 use support::{AuthServer, Reply, now, send, sign};
 
@@ -58,19 +58,14 @@ async fn a_token_without_a_request_wide_scope_is_403() {
     assert_eq!(r.json()["error"]["message"], "Forbidden");
 }
 
-/// An initialize-era tools/call (errors otherwise travel in a 200).
-async fn legacy_call(m: &Mcp, token: &str, tool: &str) -> Reply {
+/// An initialize-era tools/call (errors otherwise travel in a 200): at `version`, or
+/// header-less (served as 2025-03-26) when `None`.
+async fn legacy_call(m: &Mcp, token: &str, tool: &str, version: Option<&str>) -> Reply {
     let body = json!({"jsonrpc":"2.0","id":"L1","method":"tools/call","params":{"name": tool, "arguments": {}}})
         .to_string();
-    send(
-        m.addr,
-        &format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            m.addr,
-            body.len()
-        ),
-    )
-    .await
+    let version = version.map_or(String::new(), |v| format!("MCP-Protocol-Version: {v}\r\n"));
+    let headers = format!("{version}Authorization: Bearer {token}\r\n");
+    post(m, "/mcp", &headers, &body).await
 }
 
 #[tokio::test]
@@ -79,7 +74,8 @@ async fn step_up_names_every_scope_the_operation_needs_on_every_dialect() {
     let narrow = sign(&key, &claims(&auth, m.addr, "mcp files:write"));
     for r in [
         bearer(&m, &narrow, "delete").await,
-        legacy_call(&m, &narrow, "delete").await,
+        legacy_call(&m, &narrow, "delete", Some("2025-11-25")).await,
+        legacy_call(&m, &narrow, "delete", None).await,
     ] {
         assert_eq!(r.status, 403, "{r:?}");
         let c = r.challenge();
@@ -101,7 +97,13 @@ async fn step_up_names_every_scope_the_operation_needs_on_every_dialect() {
     let r = bearer(&m, &wide, "delete").await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.json()["result"]["content"][0]["text"], "deleted");
-    assert_eq!(legacy_call(&m, &wide, "delete").await.status, 200);
+    assert_eq!(
+        legacy_call(&m, &wide, "delete", Some("2025-11-25"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(legacy_call(&m, &wide, "delete", None).await.status, 200);
 }
 
 async fn list(m: &Mcp, token: &str) -> Vec<String> {
@@ -110,15 +112,10 @@ async fn list(m: &Mcp, token: &str) -> Vec<String> {
         "io.modelcontextprotocol/clientCapabilities": {}
     }}})
     .to_string();
-    let r = send(
-        m.addr,
-        &format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            m.addr,
-            body.len()
-        ),
-    )
-    .await;
+    let headers = format!(
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nAuthorization: Bearer {token}\r\n"
+    );
+    let r = post(m, "/mcp", &headers, &body).await;
     assert_eq!(r.status, 200, "{r:?}");
     r.json()["result"]["tools"]
         .as_array()
@@ -199,6 +196,9 @@ async fn opaque_tokens_are_introspected_and_cached() {
     let r = bearer(&m, "opaque-unknown", "whoami").await;
     assert_401(&r, &m, Some("invalid_token"));
     assert!(r.challenge().contains("not active"));
+    // A refusal is remembered too: made-up tokens do not each reach the issuer.
+    assert_eq!(bearer(&m, "opaque-unknown", "whoami").await.status, 401);
+    assert_eq!(auth.with(|s| s.introspections), 2, "the refusal is cached");
     let r = bearer(&m, "opaque-elsewhere", "whoami").await;
     assert_401(&r, &m, Some("invalid_token"));
     assert!(r.challenge().contains("not issued for this resource"));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{AuthServer, Reply, SigningKey, now, send};
 use serde_json::{Value, json};
 use snodo::http::{HttpConfig, Server};
-use snodo::protocol::{V2025_11_25, V2026_07_28};
+use snodo::protocol::{V2025_03_26, V2025_11_25, V2026_07_28};
 use snodo::{NoArguments, Refusal, Runtime, Tool, ToolResult};
 use snodo_oauth::{OAuthConfig, ResourceServer, ScopePolicy, TokenInfo};
 
@@ -42,7 +42,7 @@ pub async fn mcp(config: OAuthConfig, addr: SocketAddr, hide: bool) -> Mcp {
         .tool("delete", ["files:write", "files:delete"])
         .hide_unusable(hide);
     let runtime = Runtime::builder("oauth-test", "0.1.0")
-        .protocols([&V2026_07_28, &V2025_11_25])
+        .protocols([&V2026_07_28, &V2025_11_25, &V2025_03_26])
         .tool(Tool::new("whoami").handler(
             |_: NoArguments, ctx: snodo::RequestContext| async move {
                 let t = TokenInfo::of(&ctx);
@@ -108,6 +108,20 @@ pub fn claims(auth: &AuthServer, addr: SocketAddr, scope: &str) -> Value {
     })
 }
 
+/// POSTs `body` to `target` (`/mcp`, `/mcp?…`) with the usual MCP headers and `headers`
+/// (whole lines, each ending in CRLF).
+pub async fn post(m: &Mcp, target: &str, headers: &str, body: &str) -> Reply {
+    send(
+        m.addr,
+        &format!(
+            "POST {target} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            m.addr,
+            body.len()
+        ),
+    )
+    .await
+}
+
 /// A 2026-07-28 tools/call, with `authorization` as the Authorization header value.
 pub async fn call(m: &Mcp, authorization: Option<&str>, tool: &str) -> Reply {
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
@@ -119,15 +133,10 @@ pub async fn call(m: &Mcp, authorization: Option<&str>, tool: &str) -> Reply {
     }})
     .to_string();
     let auth = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
-    send(
-        m.addr,
-        &format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            m.addr,
-            body.len()
-        ),
-    )
-    .await
+    let headers = format!(
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n{auth}"
+    );
+    post(m, "/mcp", &headers, &body).await
 }
 
 pub async fn bearer(m: &Mcp, token: &str, tool: &str) -> Reply {
