@@ -80,6 +80,8 @@ pub struct OAuthConfig {
     pub(crate) claims: Vec<String>,
     pub(crate) max_token_bytes: usize,
     pub(crate) resource_name: Option<String>,
+    /// Extra trust anchors (PEM) for https:// authorization servers.
+    pub(crate) tls_roots_pem: Vec<Vec<u8>>,
 }
 
 impl OAuthConfig {
@@ -102,6 +104,7 @@ impl OAuthConfig {
             claims: Vec::new(),
             max_token_bytes: 16 * 1024,
             resource_name: None,
+            tls_roots_pem: Vec::new(),
         }
     }
 
@@ -198,6 +201,16 @@ impl OAuthConfig {
     #[must_use]
     pub fn resource_name(mut self, name: impl Into<String>) -> Self {
         self.resource_name = Some(name.into());
+        self
+    }
+
+    /// Also trusts the CA certificates in `pem` (one or more PEM `CERTIFICATE` blocks)
+    /// for https:// authorization servers, besides the system's trust anchors (e.g. a
+    /// company CA). A PEM that holds no certificate is a setup error.
+    #[cfg(feature = "https")]
+    #[must_use]
+    pub fn tls_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_roots_pem.push(pem.into());
         self
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP client for the authorization server's documents (metadata, JWKS) and its
-//! introspection endpoint: hyper-util's client (the transport snodo already uses),
-//! with a timeout and a size limit on every answer.
+//! introspection endpoint: hyper-util's client (the transport snodo already uses), over
+//! rustls for https:// (feature `https`), with a timeout and a size limit on every
+//! answer.
 
 use std::fmt;
 use std::time::Duration;
@@ -20,9 +21,9 @@ const MAX_DOCUMENT: usize = 1 << 20;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FetchError {
-    /// The URL is not a plain `http://` URL this client can reach (`https://` needs a
-    /// TLS-terminating proxy or a custom [`crate::OAuthConfig::jwks_url`] over http).
-    #[error("unsupported URL {0}: only http:// is supported by the built-in client")]
+    /// The URL is not an absolute `http://` (or, with the `https` feature, `https://`)
+    /// URL.
+    #[error("unsupported URL {0}: expected an absolute {SCHEMES} URL")]
     Unsupported(String),
     /// Connecting, sending or reading failed.
     #[error("request to {url} failed: {reason}")]
@@ -48,10 +49,20 @@ pub enum FetchError {
     },
 }
 
+#[cfg(feature = "https")]
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+#[cfg(not(feature = "https"))]
+type Connector = HttpConnector;
+
+#[cfg(feature = "https")]
+const SCHEMES: &str = "http:// or https://";
+#[cfg(not(feature = "https"))]
+const SCHEMES: &str = "http:// (https:// needs the `https` feature)";
+
 /// A small JSON-over-HTTP client.
 #[derive(Clone)]
 pub(crate) struct Fetcher {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     timeout: Duration,
 }
 
@@ -64,14 +75,17 @@ impl fmt::Debug for Fetcher {
 }
 
 impl Fetcher {
-    pub(crate) fn new(timeout: Duration) -> Self {
+    /// A client with `timeout` on every request, trusting the system's anchors and
+    /// `roots_pem` (PEM CA certificates) for https://.
+    pub(crate) fn new(timeout: Duration, roots_pem: &[Vec<u8>]) -> Result<Self, String> {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(timeout));
         connector.set_nodelay(true);
+        let connector = tls(connector, roots_pem)?;
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector);
-        Self { client, timeout }
+        Ok(Self { client, timeout })
     }
 
     /// GETs `url` and reads a JSON object.
@@ -149,11 +163,68 @@ impl Fetcher {
     }
 }
 
+#[cfg(not(feature = "https"))]
+#[allow(clippy::unnecessary_wraps)]
+fn tls(connector: HttpConnector, _roots_pem: &[Vec<u8>]) -> Result<Connector, String> {
+    Ok(connector)
+}
+
+/// rustls (ring provider) over `connector`: the system's trust anchors plus `roots_pem`.
+#[cfg(feature = "https")]
+fn tls(mut connector: HttpConnector, roots_pem: &[Vec<u8>]) -> Result<Connector, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    connector.enforce_http(false);
+    let mut roots = rustls::RootCertStore::empty();
+    let native = system_roots();
+    let (added, _ignored) = roots.add_parsable_certificates(native);
+    for pem in roots_pem {
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("a TLS root certificate PEM is unreadable: {e}"))?;
+        if certs.is_empty() {
+            return Err("a TLS root certificate PEM holds no certificate".into());
+        }
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|e| format!("a TLS root certificate is unusable: {e}"))?;
+        }
+    }
+    if roots.is_empty() {
+        tracing::warn!("no TLS trust anchors: https:// authorization servers cannot be reached");
+    }
+    tracing::debug!(system = added, "TLS trust anchors loaded");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(connector))
+}
+
+/// The system's trust anchors (those that cannot be read are skipped).
+#[cfg(feature = "https")]
+fn system_roots() -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    let found = rustls_native_certs::load_native_certs();
+    for e in &found.errors {
+        tracing::debug!(error = %e, "a system trust anchor could not be read");
+    }
+    found.certs
+}
+
 fn checked(url: &str) -> Result<http::Uri, FetchError> {
     let uri: http::Uri = url
         .parse()
         .map_err(|_| FetchError::Unsupported(url.to_owned()))?;
-    if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+    let scheme = uri.scheme_str();
+    let scheme_ok = scheme == Some("http") || (cfg!(feature = "https") && scheme == Some("https"));
+    if !scheme_ok || uri.authority().is_none() {
         return Err(FetchError::Unsupported(url.to_owned()));
     }
     Ok(uri)
@@ -191,7 +262,11 @@ mod tests {
             form_encode(&[("token", "a b+c/="), ("x", "é")]),
             "token=a+b%2Bc%2F%3D&x=%C3%A9"
         );
-        assert!(checked("https://as.example/jwks").is_err());
+        assert_eq!(
+            checked("https://as.example/jwks").is_ok(),
+            cfg!(feature = "https")
+        );
+        assert!(checked("ftp://as.example/jwks").is_err());
         assert!(checked("http://127.0.0.1:9/jwks").is_ok());
         assert!(checked("/relative").is_err());
     }

@@ -31,9 +31,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The built-in HTTP client for metadata, JWKS and introspection speaks plain
-//! `http://` only (put a TLS-terminating proxy in front of an https issuer, or
-//! configure [`OAuthConfig::jwks_url`] to a reachable copy).
+//! Metadata, JWKS and introspection are fetched with hyper-util's client: `https://`
+//! over rustls with the system's trust anchors (cargo feature `https`, on by default;
+//! more anchors with `OAuthConfig::tls_root_certificates_pem`), plain `http://` always.
 
 #![forbid(unsafe_code)]
 

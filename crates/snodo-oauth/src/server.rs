@@ -90,7 +90,8 @@ impl ResourceServer {
                 "no signature algorithm is accepted".into(),
             ));
         }
-        let fetcher = Fetcher::new(config.fetch_timeout);
+        let fetcher = Fetcher::new(config.fetch_timeout, &config.tls_roots_pem)
+            .map_err(SetupError::Config)?;
         let needs_metadata = config.jwks_url.is_none()
             || config
                 .introspection

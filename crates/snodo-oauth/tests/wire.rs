@@ -203,3 +203,33 @@ async fn opaque_tokens_are_introspected_and_cached() {
     assert_401(&r, &m, Some("invalid_token"));
     assert!(r.challenge().contains("not issued for this resource"));
 }
+
+#[cfg(feature = "https")]
+#[tokio::test]
+async fn an_https_issuer_with_a_trusted_root_serves_and_an_untrusted_one_fails_setup() {
+    let key = support::rsa("k1");
+    let (auth, pem) = AuthServer::start_tls(&[&key]).await;
+    assert!(auth.issuer().starts_with("https://"));
+    let addr = free_port();
+    // Not trusted: discovery fails at start-up, saying why.
+    let untrusted = snodo_oauth::ResourceServer::discover(snodo_oauth::OAuthConfig::new(
+        auth.issuer(),
+        resource(addr),
+    ))
+    .await;
+    let e = untrusted.map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("issuer discovery"), "{e}");
+    // Trusted: metadata and JWKS over TLS, and tokens verify.
+    let cfg = config(&auth, addr).tls_root_certificates_pem(pem.clone());
+    let m = mcp(cfg, addr, true).await;
+    let token = sign(&key, &claims(&auth, m.addr, "mcp"));
+    assert_eq!(bearer(&m, &token, "whoami").await.status, 200);
+    assert!(auth.with(|s| s.jwks_hits) >= 1);
+    // A PEM without a certificate is a setup error.
+    let bad = snodo_oauth::ResourceServer::discover(
+        snodo_oauth::OAuthConfig::new(auth.issuer(), resource(addr))
+            .tls_root_certificates_pem("not a pem"),
+    )
+    .await;
+    assert!(bad.is_err());
+}

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// A signing key and its public JWK.
@@ -142,13 +142,38 @@ impl Drop for AuthServer {
 }
 
 impl AuthServer {
+    /// Over plain http://.
     pub async fn start(keys: &[&SigningKey]) -> Self {
+        Self::serve(keys, None).await
+    }
+
+    /// Over https:// with a fresh self-signed certificate for 127.0.0.1, and that
+    /// certificate as PEM (what a client must trust).
+    pub async fn start_tls(keys: &[&SigningKey]) -> (Self, String) {
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pem = cert.cert.pem();
+        let key = rustls_pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+            tokio_rustls::rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap_or_else(|e| panic!("{e}"));
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        (Self::serve(keys, Some(acceptor)).await, pem)
+    }
+
+    async fn serve(keys: &[&SigningKey], tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let state = Arc::new(Mutex::new(AsState {
-            issuer: format!("http://{addr}"),
+            issuer: format!("{scheme}://{addr}"),
             jwks: keys.iter().map(|k| k.jwk.clone()).collect(),
             up: true,
             jwks_hits: 0,
@@ -162,14 +187,26 @@ impl AuthServer {
                     return;
                 };
                 let state = Arc::clone(&shared);
-                tokio::spawn(answer(stream, state));
+                match &tls {
+                    None => {
+                        tokio::spawn(answer(stream, state));
+                    }
+                    Some(acceptor) => {
+                        let accept = acceptor.accept(stream);
+                        tokio::spawn(async move {
+                            if let Ok(stream) = accept.await {
+                                answer(stream, state).await;
+                            }
+                        });
+                    }
+                }
             }
         });
         Self { addr, state, task }
     }
 
     pub fn issuer(&self) -> String {
-        format!("http://{}", self.addr)
+        self.with(|s| s.issuer.clone())
     }
 
     pub fn with<R>(&self, f: impl FnOnce(&mut AsState) -> R) -> R {
@@ -177,7 +214,7 @@ impl AuthServer {
     }
 }
 
-async fn answer(mut stream: TcpStream, state: Arc<Mutex<AsState>>) {
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, state: Arc<Mutex<AsState>>) {
     let Some((head, body)) = read_request(&mut stream).await else {
         return;
     };
@@ -227,7 +264,7 @@ async fn answer(mut stream: TcpStream, state: Arc<Mutex<AsState>>) {
     let _ = stream.write_all(reply.as_bytes()).await;
 }
 
-async fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
+async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Option<(String, String)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
