@@ -150,17 +150,17 @@ async function callSearch(token, id) {
   return { res, json: await res.json().catch(() => undefined) };
 }
 
-async function token(scope) {
+async function token(scope, resource = mcpUrl) {
   const res = await raw(tokenEndpoint, {
     method: 'POST',
     headers: {
       authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`,
       'content-type': 'application/x-www-form-urlencoded',
     },
-    body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource: mcpUrl }),
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource }),
   });
   const j = await res.json().catch(() => ({}));
-  check(`client-credentials grant for "${scope}" -> 200 Bearer`, res.status === 200 && j.token_type === 'Bearer', `${res.status}`);
+  check(`client-credentials grant for "${scope}" at ${resource} -> 200 Bearer`, res.status === 200 && j.token_type === 'Bearer', `${res.status}`);
   return j.access_token ?? '';
 }
 
@@ -240,6 +240,15 @@ section('5. a tampered token (scope widened, signature kept): 401 invalid_token'
   const { res } = await callSearch(tampered, 4);
   const c = res.headers.get('www-authenticate');
   check('tampered claims -> 401 error="invalid_token"', res.status === 401 && param(c, 'error') === 'invalid_token', `${res.status} ${c}`);
+}
+
+section('5b. audience binding: a valid token of the same provider for another resource -> 401');
+{
+  const elsewhere = await token('mcp files:read', `${origin}/other-mcp`);
+  const { res } = await callSearch(elsewhere, 6);
+  const c = res.headers.get('www-authenticate');
+  check('token for /other-mcp -> 401 invalid_token', res.status === 401 && param(c, 'error') === 'invalid_token', `${res.status} ${c}`);
+  check('the description names the audience', /not issued for this resource/.test(param(c, 'error_description') ?? ''), c);
 }
 
 // --- 6. the official SDK client does it all by itself -------------------------------

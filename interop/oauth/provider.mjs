@@ -1,9 +1,10 @@
 // The authorization server of the OAuth lane: oidc-provider (a certified OpenID
 // provider) on 127.0.0.1, with resource indicators (RFC 8707) and JWT access tokens
-// (RFC 9068) for exactly one resource, the snodo endpoint, and one confidential client
+// (RFC 9068) for the snodo endpoint (and one other resource), and one confidential client
 // allowed the client-credentials grant.
 //
 // Environment: PORT (listen port), RESOURCE (canonical URI of snodo's /mcp),
+// OTHER_RESOURCE (a second resource of the same server, to show audience binding),
 // CLIENT_ID, CLIENT_SECRET, SCOPES (space-separated, what the resource accepts).
 //
 // SIGUSR2 rotates the signing key: a fresh RS256 key (new kid) signs from then on, the
@@ -16,6 +17,7 @@ import Provider, { errors } from 'oidc-provider';
 
 const port = Number(process.env.PORT);
 const resource = process.env.RESOURCE;
+const otherResource = process.env.OTHER_RESOURCE;
 const clientId = process.env.CLIENT_ID;
 const clientSecret = process.env.CLIENT_SECRET;
 const scopes = process.env.SCOPES;
@@ -52,12 +54,12 @@ function provider(keys) {
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, indicator) => {
-          if (indicator !== resource) {
+          if (indicator !== resource && indicator !== otherResource) {
             throw new errors.InvalidTarget();
           }
           return {
             scope: scopes,
-            audience: resource,
+            audience: indicator,
             accessTokenTTL: 300,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'RS256' } },

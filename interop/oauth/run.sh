@@ -81,7 +81,7 @@ CLIENT_ID=snodo-lane
 CLIENT_SECRET="lane-secret-$RANDOM$RANDOM"
 
 # --- the authorization server -------------------------------------------------------
-PORT="$AS_PORT" RESOURCE="$MCP_URL" CLIENT_ID="$CLIENT_ID" CLIENT_SECRET="$CLIENT_SECRET" \
+PORT="$AS_PORT" RESOURCE="$MCP_URL" OTHER_RESOURCE="http://127.0.0.1:$MCP_PORT/other-mcp" CLIENT_ID="$CLIENT_ID" CLIENT_SECRET="$CLIENT_SECRET" \
     SCOPES="mcp files:read" "$NODE" "$HERE/provider.mjs" >"$WORK/as.log" 2>&1 &
 AS_PID=$!
 wait_for "$ISSUER/.well-known/openid-configuration" || { cat "$WORK/as.log" >&2; die "oidc-provider did not start"; }
