@@ -21,6 +21,9 @@ pub(crate) struct OAuthArgs {
     /// The issuer's JWKS URL, instead of discovering it.
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     oauth_jwks_url: Option<String>,
+    /// PEM CA certificates to trust for an https:// issuer, besides the system's.
+    #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
+    oauth_ca_file: Option<std::path::PathBuf>,
     /// A scope every request needs (repeatable).
     #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
     oauth_scopes: Vec<String>,
@@ -61,6 +64,11 @@ mod enabled {
         let mut config = OAuthConfig::new(issuer.clone(), audience);
         if let Some(jwks) = &args.oauth_jwks_url {
             config = config.jwks_url(jwks.clone());
+        }
+        if let Some(path) = &args.oauth_ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("--oauth-ca-file {}: {e}", path.display()))?;
+            config = config.tls_root_certificates_pem(pem);
         }
         for s in &args.oauth_scopes {
             config = config.required_scope(s.clone());
