@@ -11,6 +11,8 @@ mod response;
 mod select;
 mod serve;
 mod service;
+mod sse;
+mod status;
 
 pub use auth::{AuthRejection, Authenticator, BearerTokens};
 pub use body::Body;

@@ -30,6 +30,21 @@ use crate::model::{CacheHint, ServerInfo};
 use crate::protocol::{Dialect, LogLevel};
 
 impl Runtime {
+    /// Which capabilities the server advertises.
+    pub(crate) fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities
+    }
+
+    /// The log level for initialize-era requests before a client sets one.
+    pub(crate) fn legacy_log_level(&self) -> Option<LogLevel> {
+        self.inner.legacy_log_level
+    }
+
+    /// Initialize-era server-to-client requests waiting for their answers.
+    pub(crate) fn pending_requests(&self) -> &Arc<pending::PendingRequests> {
+        &self.inner.pending
+    }
+
     /// The current catalogue.
     pub(crate) fn catalogue(&self) -> Arc<Catalogue> {
         match self.inner.catalogue.read() {
