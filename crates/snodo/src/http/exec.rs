@@ -62,6 +62,12 @@ pub(crate) async fn execute(
         step = exec.next() => match step {
             Step::Ended(ended) => {
                 let pending = exec.drain();
+                // An authorizer's challenge is answered at the HTTP level on every dialect.
+                if let (Ended::Done(Err(e)), true) = (&ended, pending.is_empty()) {
+                    if let Some(r) = e.rejection() {
+                        return response::auth_rejected_for(Some(&id), r);
+                    }
+                }
                 let Some((status, body)) = final_message(dialect, &id, &ended) else {
                     return response::cancelled();
                 };

@@ -139,8 +139,17 @@ pub(crate) fn sse_keepalive() -> Bytes {
     Bytes::from_static(b": keep-alive\n\n")
 }
 
-/// 401 or 403 from the application's authenticator.
+/// 400, 401 or 403 from the application's authenticator (or authorizer, with the id of
+/// the request it refused).
 pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<Body> {
+    auth_rejected_for(None, rejection)
+}
+
+/// [`auth_rejected`], answering the request `id`.
+pub(crate) fn auth_rejected_for(
+    id: Option<&RequestId>,
+    rejection: &super::auth::AuthRejection,
+) -> Response<Body> {
     use super::auth::AuthRejection;
     let (status, challenge, message) = match rejection {
         AuthRejection::Unauthorized { www_authenticate } => (
@@ -148,13 +157,22 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
             Some(www_authenticate.as_str()),
             "Unauthorized",
         ),
+        AuthRejection::BadRequest { www_authenticate } => (
+            StatusCode::BAD_REQUEST,
+            Some(www_authenticate.as_str()),
+            "Bad Request: malformed authorization",
+        ),
         AuthRejection::Forbidden { www_authenticate } => (
             StatusCode::FORBIDDEN,
             www_authenticate.as_deref(),
             "Forbidden",
         ),
     };
-    let mut r = http_error(status, message);
+    let mut r = rpc_error(
+        status,
+        id,
+        &RpcError::new(ErrorCode::INVALID_REQUEST, message),
+    );
     if let Some(v) = challenge.and_then(|c| HeaderValue::from_str(c).ok()) {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
