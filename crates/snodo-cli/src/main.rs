@@ -33,6 +33,22 @@ struct Cli {
     /// Do not check Host (behind a proxy that checks it); Origin is still checked.
     #[arg(long, global = true)]
     any_host: bool,
+    /// Log format on stderr: one line per event (`human`) or one JSON object (`json`).
+    /// Every request is logged at info (target `snodo::request`); filter with RUST_LOG.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human, global = true)]
+    log_format: LogFormat,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
+    #[arg(long, global = true)]
+    metrics_addr: Option<SocketAddr>,
+}
+
+/// Log formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line.
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -111,8 +127,29 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
         .collect()
 }
 
+/// Binds the metrics listener and serves it in the background.
+async fn serve_metrics(addr: SocketAddr) -> Result<snodo::metrics::Metrics, String> {
+    let metrics = snodo::metrics::Metrics::new();
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("snodo metrics: http://{local}/metrics");
+    let served = metrics.clone();
+    tokio::spawn(async move {
+        if let Err(e) = served.serve(listener).await {
+            tracing::warn!(error = %e, "the metrics listener stopped");
+        }
+    });
+    Ok(metrics)
+}
+
 async fn run(cli: Cli) -> Result<(), String> {
     let key = cli.state_key.map(String::into_bytes);
+    let metrics = match cli.metrics_addr {
+        Some(addr) => Some(serve_metrics(addr).await?),
+        None => None,
+    };
     let mut config = HttpConfig::default();
     if !cli.allow_hosts.is_empty() {
         config = config.allow_hosts(cli.allow_hosts);
@@ -138,7 +175,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 dialects(&protocols)?
             };
-            let runtime = demo::runtime(&root, protocols, key)?;
+            let runtime = demo::runtime(&root, protocols, key, metrics)?;
             (
                 runtime,
                 addr,
@@ -153,7 +190,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             page_size,
             stdio,
         } => {
-            let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size)
+            let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size, metrics)
                 .map_err(|e| e.to_string())?;
             (
                 runtime,
@@ -184,15 +221,23 @@ async fn run(cli: Cli) -> Result<(), String> {
     server.run().await.map_err(|e| e.to_string())
 }
 
+/// Logs go to stderr always (stdout carries the stdio transport's messages).
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "snodo=info,warn".into());
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => fmt.init(),
+        LogFormat::Json => fmt.json().flatten_event(true).init(),
+    }
+}
+
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "snodo=info,warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    init_logs(cli.log_format);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = cli.workers {
         builder.worker_threads(n.max(1));

@@ -50,12 +50,15 @@
 
 mod engine;
 pub mod http;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod model;
 pub mod protocol;
 mod router;
 pub mod runtime;
 pub mod stdio;
 
+pub use engine::observe::REQUEST_TARGET;
 pub use model::{
     CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,
     ServerInfo, ToolResult,

@@ -60,6 +60,7 @@ pub(crate) fn runtime(
     dir: &Path,
     protocols: Vec<&'static Dialect>,
     state_key: Option<Vec<u8>>,
+    metrics: Option<snodo::metrics::Metrics>,
 ) -> Result<Runtime, String> {
     let root = Root::new(dir).map_err(|e| format!("cannot serve {}: {e}", dir.display()))?;
     let base = root.base_uri();
@@ -177,6 +178,9 @@ pub(crate) fn runtime(
     if let Some(key) = state_key {
         builder = builder.request_state_key(key);
     }
+    if let Some(metrics) = metrics {
+        builder = builder.metrics(metrics);
+    }
     builder
         .title("snodo folder server")
         .description("Serves one folder read-only: files as resources, text search, review prompts")
@@ -233,8 +237,8 @@ mod tests {
         let _ = std::fs::write(dir.join("inner/ok.txt"), "fine");
         #[cfg(unix)]
         let _ = std::os::unix::fs::symlink("/etc", dir.join("inner/escape"));
-        let runtime =
-            runtime(&dir.join("inner"), vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
+        let runtime = runtime(&dir.join("inner"), vec![&V2026_07_28], None, None)
+            .unwrap_or_else(|e| panic!("{e}"));
         let service = McpService::new(runtime);
         let base = Root::new(&dir.join("inner"))
             .unwrap_or_else(|e| panic!("{e}"))

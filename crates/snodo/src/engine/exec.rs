@@ -19,6 +19,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::Engine;
 use super::inflight::{InFlight, Registration};
+use super::observe::{Gauged, Outcome, Record};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId, RpcError};
 use crate::router::{Answer, Call};
@@ -94,6 +95,9 @@ pub(crate) struct Options<'a> {
     pub(crate) cancel_by: Option<(&'a Arc<InFlight>, Option<&'a Principal>)>,
     /// What the connection holds.
     pub(crate) held: Held<'a>,
+    /// The request's observation record: the execution takes it when it starts (and
+    /// emits it when it ends); a refused one is left with its outcome for the transport.
+    pub(crate) record: &'a mut Option<Record>,
 }
 
 /// What an execution yields next.
@@ -116,7 +120,10 @@ pub(crate) struct Execution {
     cancel: CancellationToken,
     guard: Option<DropGuard>,
     /// The execution slot and the cancellation registration, released when it ends.
-    held: Option<(Option<Registration>, OwnedSemaphorePermit)>,
+    held: Option<(Option<Registration>, OwnedSemaphorePermit, Gauged)>,
+    /// Emitted when the execution ends (cancelled, unless [`finish`](Self::finish)
+    /// says otherwise).
+    record: Option<Record>,
 }
 
 impl std::fmt::Debug for Execution {
@@ -137,15 +144,40 @@ impl Execution {
         options: Options<'_>,
     ) -> Result<Self, Refused> {
         let deadline = Instant::now() + engine.limits.request_timeout;
+        if let Some(r) = options.record.as_mut() {
+            r.admitted(&id, &call, options.principal.as_ref());
+        }
         // A free slot is taken at once, without arming a timer for the wait.
         let slot = match engine.gate.try_enter() {
             Some(slot) => slot,
-            None => match tokio::time::timeout_at(deadline, engine.gate.enter()).await {
-                Ok(Ok(slot)) => slot,
-                Ok(Err(_)) => return Err(Refused::Overloaded),
-                Err(_) => return Err(Refused::TimedOut),
-            },
+            None => {
+                let queued = engine.observe.queued();
+                let entered = tokio::time::timeout_at(deadline, engine.gate.enter()).await;
+                drop(queued);
+                match entered {
+                    Ok(Ok(slot)) => slot,
+                    Ok(Err(_)) => {
+                        if let Some(r) = options.record.as_mut() {
+                            r.refused(&overloaded_error());
+                        }
+                        return Err(Refused::Overloaded);
+                    }
+                    Err(_) => {
+                        if let Some(r) = options.record.as_mut() {
+                            r.refused(&timeout_error());
+                            r.outcome = Outcome::Timeout;
+                        }
+                        return Err(Refused::TimedOut);
+                    }
+                }
+            }
         };
+        let in_flight = engine.observe.in_flight();
+        let mut record = options.record.take();
+        if let Some(r) = record.as_mut() {
+            // Until `finish` says how it ended, an execution that goes away was cancelled.
+            r.outcome = Outcome::Cancelled;
+        }
         let runtime = &engine.runtime;
         let dialect = call.dialect;
         let log_threshold = if dialect.log_levels() == LogLevels::PerRequest {
@@ -216,13 +248,9 @@ impl Execution {
             rx,
             cancel,
             guard: Some(guard),
-            held: Some((registration, slot)),
+            held: Some((registration, slot, in_flight)),
+            record,
         })
-    }
-
-    /// The request id.
-    pub(crate) fn id(&self) -> &RequestId {
-        &self.id
     }
 
     /// The request's dialect.
@@ -250,8 +278,37 @@ impl Execution {
                 self.held = None;
                 Step::Ended(ended)
             }
-            Some(m) = next_message(&mut self.rx) => Step::Message(m),
+            Some(m) = next_message(&mut self.rx) => {
+                if let Some(r) = self.record.as_mut() {
+                    r.add_bytes_out(m.len());
+                }
+                Step::Message(m)
+            }
         }
+    }
+
+    /// The final message of an execution that ended (`None`: cancelled, no result),
+    /// recorded with the HTTP `status` its transport answers with, if any.
+    pub(crate) fn finish(&mut self, ended: &Ended, status: Option<u16>) -> Option<Bytes> {
+        let message = ended.message(&self.id);
+        if let Some(mut r) = self.record.take() {
+            match ended {
+                Ended::Done(Ok(_)) => r.outcome = Outcome::Ok,
+                Ended::Done(Err(e)) => r.error(e),
+                Ended::TimedOut => {
+                    r.error(&timeout_error());
+                    r.outcome = Outcome::Timeout;
+                }
+                Ended::Cancelled => r.outcome = Outcome::Cancelled,
+            }
+            if let Some(m) = &message {
+                r.add_bytes_out(m.len());
+            }
+            if let Some(s) = status {
+                r.status = Some(s);
+            }
+        }
+        message
     }
 
     /// The messages the handler queued before it ended.

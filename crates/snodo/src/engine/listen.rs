@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::Engine;
+use super::observe::Gauged;
 use crate::protocol::jsonrpc::{notification_message, result_message};
 use crate::protocol::meta::SERVER_INFO_KEY;
 use crate::protocol::{RequestId, RpcError};
@@ -107,9 +108,9 @@ impl Filter {
     }
 }
 
-/// Keeps the count of open subscriptions.
+/// Keeps the count of open subscriptions (and the metrics gauge).
 #[derive(Debug)]
-struct Slot(Arc<Engine>);
+struct Slot(Arc<Engine>, #[allow(dead_code)] Gauged);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -159,7 +160,7 @@ impl Subscription {
                 true,
             ));
         }
-        let slot = Slot(Arc::clone(engine));
+        let slot = Slot(Arc::clone(engine), engine.observe.stream("listen"));
         let changes = engine.runtime.subscribe_changes();
         let ack = json!({"_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let ack = notification_message("notifications/subscriptions/acknowledged", &ack);

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::body::Body;
 use super::response;
 use super::service::Shared;
+use crate::engine::observe::Record;
 use crate::engine::{
     Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
 };
@@ -27,16 +28,15 @@ use crate::runtime::context::Principal;
 /// Queue depth of a streamed response body.
 const STREAM_DEPTH: usize = 32;
 
-/// The final JSON-RPC message and the HTTP status it would have on its own.
-fn final_message(dialect: &Dialect, id: &RequestId, ended: &Ended) -> Option<(StatusCode, Bytes)> {
-    let status = match ended {
+/// The HTTP status the final JSON-RPC message would have on its own.
+fn final_status(dialect: &Dialect, ended: &Ended) -> StatusCode {
+    match ended {
         Ended::Done(Ok(_)) => StatusCode::OK,
         Ended::Done(Err(_)) if dialect.errors_in_band() => StatusCode::OK,
         Ended::Done(Err(e)) => e.code().http_status(),
         Ended::TimedOut => StatusCode::GATEWAY_TIMEOUT,
-        Ended::Cancelled => return None,
-    };
-    Some((status, ended.message(id)?))
+        Ended::Cancelled => StatusCode::NO_CONTENT,
+    }
 }
 
 /// Executes `call` and answers it.
@@ -45,12 +45,14 @@ pub(crate) async fn execute(
     id: RequestId,
     call: Call,
     principal: Option<Principal>,
+    record: &mut Option<Record>,
 ) -> Response<Body> {
     let engine = &shared.engine;
     let options = Options {
         principal,
         cancel_by: Some((&engine.inflight, None)),
         held: Held::Nothing,
+        record,
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
@@ -66,7 +68,8 @@ pub(crate) async fn execute(
         step = exec.next() => match step {
             Step::Ended(ended) => {
                 let pending = exec.drain();
-                let Some((status, body)) = final_message(dialect, &id, &ended) else {
+                let status = if pending.is_empty() { final_status(dialect, &ended) } else { StatusCode::OK };
+                let Some(body) = exec.finish(&ended, Some(status.as_u16())) else {
                     return response::cancelled();
                 };
                 if pending.is_empty() {
@@ -88,7 +91,9 @@ pub(crate) async fn execute(
     // execution (its slot, its registration and its cancellation).
     let (body_tx, body_rx) = mpsc::channel(STREAM_DEPTH);
     let _ = body_tx.try_send(first);
+    let open = engine.observe.stream("sse");
     tokio::spawn(async move {
+        let _open = open;
         let mut ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
             let client_gone = tokio::select! {
@@ -99,7 +104,7 @@ pub(crate) async fn execute(
                         for m in exec.drain() {
                             let _ = body_tx.send(response::sse_frame(&m)).await;
                         }
-                        if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
+                        if let Some(body) = exec.finish(&ended, Some(200)) {
                             let _ = body_tx.send(response::sse_frame(&body)).await;
                         }
                         return;
@@ -136,6 +141,7 @@ pub(crate) async fn execute_quiet(
             log_level: None,
             server_requests: None,
         },
+        record: &mut None,
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
@@ -145,7 +151,7 @@ pub(crate) async fn execute_quiet(
     loop {
         // Progress notifications (the request carried a token) have nowhere to go.
         if let Step::Ended(ended) = exec.next().await {
-            return ended.message(&id);
+            return exec.finish(&ended, None);
         }
     }
 }

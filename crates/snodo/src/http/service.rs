@@ -18,6 +18,7 @@ use super::exec;
 use super::listen;
 use super::response;
 use super::select::{self, Rejection};
+use crate::engine::observe::{Record, Transport};
 use crate::engine::{self, Engine, Limits};
 use serde_json::value::RawValue;
 
@@ -91,12 +92,25 @@ impl McpService {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        match self.answer(req).await {
+        let mut record = self.shared.engine.observe.begin(Transport::Http, 0);
+        let resp = match self.answer(req, &mut record).await {
             Ok(r) | Err(r) => r,
+        };
+        if let Some(mut r) = record {
+            // Answered here (not by a stream that an execution still feeds).
+            r.http_status(resp.status().as_u16());
+            if let Some(n) = http_body::Body::size_hint(resp.body()).exact() {
+                r.add_bytes_out(usize::try_from(n).unwrap_or(usize::MAX));
+            }
         }
+        resp
     }
 
-    async fn answer<B>(&self, req: Request<B>) -> Result<Response<Body>, Response<Body>>
+    async fn answer<B>(
+        &self,
+        req: Request<B>,
+        record: &mut Option<Record>,
+    ) -> Result<Response<Body>, Response<Body>>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -142,16 +156,33 @@ impl McpService {
             }
             Err(_) => return Err(response::bad_body()),
         };
+        if let Some(r) = record.as_mut() {
+            r.set_bytes_in(bytes.len());
+        }
         if batch::is_batch(&bytes) {
+            if let Some(r) = record.as_mut() {
+                r.method_name("(batch)");
+            }
             return Ok(batch::answer(&self.shared, &parts.headers, &bytes, principal).await);
         }
         let incoming = parse_body(&bytes).map_err(reject)?;
         let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
+                if let Some(r) = record.as_mut() {
+                    r.method_name(&method);
+                }
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
-                    .map_err(reject)?;
+                    .map_err(|rejection| {
+                        if let Some(r) = record.as_mut() {
+                            r.error(&rejection.error);
+                        }
+                        reject(rejection)
+                    })?;
                 if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
+                    if let Some(r) = record.as_mut() {
+                        r.admitted(&id, &call, principal.as_ref());
+                    }
                     return listen::serve(&self.shared, id.clone(), &call).map_err(
                         |(e, overloaded)| {
                             if overloaded {
@@ -162,9 +193,12 @@ impl McpService {
                         },
                     );
                 }
-                Ok(exec::execute(&self.shared, id, call, principal).await)
+                Ok(exec::execute(&self.shared, id, call, principal, record).await)
             }
             Incoming::Notification { method, params } => {
+                if let Some(r) = record.as_mut() {
+                    r.method_name(&method);
+                }
                 select::admit_notification(runtime, &parts.headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
                     engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
