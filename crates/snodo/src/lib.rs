@@ -53,12 +53,15 @@ pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod model;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod protocol;
 mod router;
 pub mod runtime;
 pub mod stdio;
 
 pub use engine::observe::REQUEST_TARGET;
+pub use engine::trace::{SPAN_TARGET, TraceContext};
 pub use model::{
     CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,
     ServerInfo, ToolResult,

@@ -21,3 +21,6 @@ mod logs;
 #[cfg(feature = "metrics")]
 #[path = "observe/metrics.rs"]
 mod metrics;
+
+#[path = "observe/trace.rs"]
+mod trace;

@@ -16,10 +16,12 @@ use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::Instrument as _;
 
 use super::Engine;
 use super::inflight::{InFlight, Registration};
 use super::observe::{Gauged, Outcome, Record};
+use super::trace::{self, TraceContext};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId, RpcError};
 use crate::router::{Answer, Call};
@@ -98,6 +100,9 @@ pub(crate) struct Options<'a> {
     /// The request's observation record: the execution takes it when it starts (and
     /// emits it when it ends); a refused one is left with its outcome for the transport.
     pub(crate) record: &'a mut Option<Record>,
+    /// The transport's trace parent (HTTP: the `traceparent` header), used when
+    /// `_meta` carries none.
+    pub(crate) trace: Option<TraceContext>,
 }
 
 /// What an execution yields next.
@@ -124,6 +129,8 @@ pub(crate) struct Execution {
     /// Emitted when the execution ends (cancelled, unless [`finish`](Self::finish)
     /// says otherwise).
     record: Option<Record>,
+    /// The request's span (disabled unless a subscriber wants it).
+    span: tracing::Span,
 }
 
 impl std::fmt::Debug for Execution {
@@ -147,6 +154,8 @@ impl Execution {
         if let Some(r) = options.record.as_mut() {
             r.admitted(&id, &call, options.principal.as_ref());
         }
+        let parent = TraceContext::from_meta(&call.meta).or(options.trace);
+        let span = trace::request_span(&id, &call, parent.as_ref());
         // A free slot is taken at once, without arming a timer for the wait.
         let slot = match engine.gate.try_enter() {
             Some(slot) => slot,
@@ -160,6 +169,7 @@ impl Execution {
                         if let Some(r) = options.record.as_mut() {
                             r.refused(&overloaded_error());
                         }
+                        trace::record_error(&span, Some("overloaded"));
                         return Err(Refused::Overloaded);
                     }
                     Err(_) => {
@@ -167,6 +177,7 @@ impl Execution {
                             r.refused(&timeout_error());
                             r.outcome = Outcome::Timeout;
                         }
+                        trace::record_error(&span, Some("timeout"));
                         return Err(Refused::TimedOut);
                     }
                 }
@@ -231,15 +242,12 @@ impl Execution {
             log_threshold,
             server_requests,
             runtime: runtime.clone(),
+            trace: parent,
         };
         // Boxed: a transport may move the execution into a task.
-        let work: Work = Box::pin(run(
-            Arc::clone(engine),
-            call,
-            init,
-            cancel.clone(),
-            deadline,
-        ));
+        let work: Work = Box::pin(
+            run(Arc::clone(engine), call, init, cancel.clone(), deadline).instrument(span.clone()),
+        );
         let guard = cancel.clone().drop_guard();
         Ok(Self {
             id,
@@ -250,6 +258,7 @@ impl Execution {
             guard: Some(guard),
             held: Some((registration, slot, in_flight)),
             record,
+            span,
         })
     }
 
@@ -291,6 +300,15 @@ impl Execution {
     /// recorded with the HTTP `status` its transport answers with, if any.
     pub(crate) fn finish(&mut self, ended: &Ended, status: Option<u16>) -> Option<Bytes> {
         let message = ended.message(&self.id);
+        if !self.span.is_disabled() {
+            let error_type = match ended {
+                Ended::Done(Ok(result)) => result.is_tool_error().then(|| "tool_error".to_owned()),
+                Ended::Done(Err(e)) => Some(e.code().0.to_string()),
+                Ended::TimedOut => Some("timeout".to_owned()),
+                Ended::Cancelled => None,
+            };
+            trace::record_error(&self.span, error_type.as_deref());
+        }
         if let Some(mut r) = self.record.take() {
             match ended {
                 Ended::Done(Ok(_)) => r.outcome = Outcome::Ok,

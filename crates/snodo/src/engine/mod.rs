@@ -16,6 +16,7 @@ mod gate;
 mod inflight;
 mod listen;
 pub(crate) mod observe;
+pub(crate) mod trace;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

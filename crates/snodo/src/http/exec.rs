@@ -17,6 +17,7 @@ use super::body::Body;
 use super::response;
 use super::service::Shared;
 use crate::engine::observe::Record;
+use crate::engine::trace::TraceContext;
 use crate::engine::{
     Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
 };
@@ -46,6 +47,7 @@ pub(crate) async fn execute(
     call: Call,
     principal: Option<Principal>,
     record: &mut Option<Record>,
+    trace: Option<TraceContext>,
 ) -> Response<Body> {
     let engine = &shared.engine;
     let options = Options {
@@ -53,6 +55,7 @@ pub(crate) async fn execute(
         cancel_by: Some((&engine.inflight, None)),
         held: Held::Nothing,
         record,
+        trace,
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
@@ -131,6 +134,7 @@ pub(crate) async fn execute_quiet(
     id: RequestId,
     call: Call,
     principal: Option<Principal>,
+    trace: Option<TraceContext>,
 ) -> Option<Bytes> {
     let engine = &shared.engine;
     let options = Options {
@@ -142,6 +146,7 @@ pub(crate) async fn execute_quiet(
             server_requests: None,
         },
         record: &mut None,
+        trace,
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,

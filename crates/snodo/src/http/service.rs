@@ -19,6 +19,7 @@ use super::listen;
 use super::response;
 use super::select::{self, Rejection};
 use crate::engine::observe::{Record, Transport};
+use crate::engine::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use crate::engine::{self, Engine, Limits};
 use serde_json::value::RawValue;
 
@@ -193,7 +194,8 @@ impl McpService {
                         },
                     );
                 }
-                Ok(exec::execute(&self.shared, id, call, principal, record).await)
+                let trace = trace_parent(&parts.headers);
+                Ok(exec::execute(&self.shared, id, call, principal, record, trace).await)
             }
             Incoming::Notification { method, params } => {
                 if let Some(r) = record.as_mut() {
@@ -212,6 +214,28 @@ impl McpService {
             }
         }
     }
+}
+
+/// The W3C `traceparent`/`tracestate` headers, if well-formed (one `traceparent`).
+pub(super) fn trace_parent(headers: &http::HeaderMap) -> Option<TraceContext> {
+    let mut parents = headers.get_all(TRACEPARENT).iter();
+    let (Some(parent), None) = (parents.next(), parents.next()) else {
+        return None;
+    };
+    // Several `tracestate` headers are one list (W3C), joined with commas.
+    let mut state = String::new();
+    for v in headers.get_all(TRACESTATE) {
+        if let Ok(v) = v.to_str() {
+            if !state.is_empty() {
+                state.push(',');
+            }
+            state.push_str(v);
+        }
+    }
+    TraceContext::parse(
+        parent.to_str().ok()?,
+        (!state.is_empty()).then_some(state.as_str()),
+    )
 }
 
 /// Routes a client's answer to a server-to-client request by its id. Unknown ids

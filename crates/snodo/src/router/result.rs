@@ -49,6 +49,13 @@ impl ResultObject {
         Self::from_member(Member::Tool(result))
     }
 
+    /// Whether this is a tool result that reports an error (`isError`).
+    pub(crate) fn is_tool_error(&self) -> bool {
+        self.members
+            .iter()
+            .any(|m| matches!(m, Member::Tool(t) if t.is_error()))
+    }
+
     /// A result of one member, with room for the envelope members `finish` adds.
     pub(crate) fn from_member(member: Member) -> Self {
         let mut members = Vec::with_capacity(3);

@@ -390,6 +390,7 @@ impl Connection {
                     server_requests: pending.as_ref().map(|p| (p, ask_timeout)),
                 },
                 record: &mut record,
+                trace: None,
             };
             let mut exec = match Execution::start(&engine, id.clone(), call, options).await {
                 Ok(exec) => exec,
