@@ -40,6 +40,10 @@ struct Cli {
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
     #[arg(long, global = true)]
     metrics_addr: Option<SocketAddr>,
+    /// Export request spans over OTLP/HTTP to URL (e.g.
+    /// http://127.0.0.1:4318/v1/traces); needs a build with the `otlp` feature.
+    #[arg(long, global = true)]
+    otlp_endpoint: Option<String>,
 }
 
 /// Log formats.
@@ -221,23 +225,77 @@ async fn run(cli: Cli) -> Result<(), String> {
     server.run().await.map_err(|e| e.to_string())
 }
 
-/// Logs go to stderr always (stdout carries the stdio transport's messages).
-fn init_logs(format: LogFormat) {
+/// What must be flushed at exit.
+struct Telemetry {
+    #[cfg(feature = "otlp")]
+    provider: Option<snodo::otlp::SdkTracerProvider>,
+}
+
+impl Telemetry {
+    fn shutdown(self) {
+        #[cfg(feature = "otlp")]
+        if let Some(p) = self.provider {
+            if let Err(e) = p.shutdown() {
+                eprintln!("snodo: flushing spans failed: {e}");
+            }
+        }
+    }
+}
+
+/// Logs go to stderr always (stdout carries the stdio transport's messages); with
+/// `--otlp-endpoint`, request spans also go to the OTLP exporter.
+fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "snodo=info,warn".into());
-    let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Human => fmt.init(),
-        LogFormat::Json => fmt.json().flatten_event(true).init(),
+    let fmt = match format {
+        LogFormat::Human => fmt.boxed(),
+        LogFormat::Json => fmt.json().flatten_event(true).boxed(),
+    };
+    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+    match otlp_endpoint {
+        None => {
+            registry.init();
+            Ok(Telemetry {
+                #[cfg(feature = "otlp")]
+                provider: None,
+            })
+        }
+        #[cfg(feature = "otlp")]
+        Some(endpoint) => {
+            let provider = snodo::otlp::provider(endpoint, "snodo")
+                .map_err(|e| format!("cannot export to {endpoint}: {e}"))?;
+            let spans = tracing_subscriber::filter::Targets::new()
+                .with_target(snodo::SPAN_TARGET, tracing::Level::DEBUG);
+            registry
+                .with(snodo::otlp::layer(&provider).with_filter(spans))
+                .init();
+            Ok(Telemetry {
+                provider: Some(provider),
+            })
+        }
+        #[cfg(not(feature = "otlp"))]
+        Some(_) => Err("--otlp-endpoint needs a snodo built with the otlp feature \
+             (cargo build -p snodo-cli --features otlp)"
+            .into()),
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logs(cli.log_format);
+    let telemetry = match init_telemetry(cli.log_format, cli.otlp_endpoint.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("snodo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = cli.workers {
         builder.worker_threads(n.max(1));
@@ -252,6 +310,7 @@ fn main() -> ExitCode {
     let outcome = rt.block_on(run(cli));
     // Do not wait for a blocked stdin read (stdio mode ended by a signal).
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    telemetry.shutdown();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
