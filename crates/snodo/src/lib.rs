@@ -72,6 +72,7 @@ pub use runtime::completion::CompletionRequest;
 pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
 pub use runtime::input::{InputRequest, InputRequired};
+pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
 pub use runtime::prompt::{Prompt, PromptArguments};
 pub use runtime::resource::{ReadRequest, Resource, ResourceInfo, ResourceTemplate};
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};

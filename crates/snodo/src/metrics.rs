@@ -15,7 +15,8 @@
 //!
 //! `name` is the tool or prompt name, or the resource URI, only when the catalogue holds
 //! it (else empty): a client cannot grow the label set with names it makes up. `outcome`
-//! is `ok`, `error`, `refused`, `timeout` or `cancelled`.
+//! is `ok`, `tool_error` (a tool result with `isError`, a tool's own limits included),
+//! `error`, `refused`, `timeout` or `cancelled`.
 //!
 //! [`RuntimeBuilder::metrics`]: crate::RuntimeBuilder::metrics
 

@@ -24,3 +24,6 @@ mod metrics;
 
 #[path = "observe/trace.rs"]
 mod trace;
+
+#[path = "observe/policy.rs"]
+mod policy;

@@ -311,6 +311,9 @@ impl Execution {
         }
         if let Some(mut r) = self.record.take() {
             match ended {
+                Ended::Done(Ok(result)) if result.is_tool_error() => {
+                    r.outcome = Outcome::ToolError;
+                }
                 Ended::Done(Ok(_)) => r.outcome = Outcome::Ok,
                 Ended::Done(Err(e)) => r.error(e),
                 Ended::TimedOut => {

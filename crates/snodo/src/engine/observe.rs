@@ -47,6 +47,9 @@ pub(crate) enum Outcome {
     /// Answered with a result (or accepted: a notification, a client's answer).
     #[default]
     Ok,
+    /// Answered with a tool result that reports an error (`isError`, a tool's own
+    /// limits included).
+    ToolError,
     /// Answered with a JSON-RPC error.
     Error,
     /// Refused before execution (admission, authentication, limits, overload).
@@ -61,6 +64,7 @@ impl Outcome {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
+            Self::ToolError => "tool_error",
             Self::Error => "error",
             Self::Refused => "refused",
             Self::Timeout => "timeout",

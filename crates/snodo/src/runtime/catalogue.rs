@@ -28,6 +28,8 @@ pub(crate) struct CompiledTool {
     pub(crate) object_schemas: bool,
     /// Arguments mirrored into `Mcp-Param-*` headers (2026-07-28).
     pub(crate) param_headers: Vec<ParamHeader>,
+    /// The tool's own limits, if it has any.
+    pub(crate) enforcer: Option<Arc<super::policy::Enforcer>>,
 }
 
 /// One list as a dialect publishes it: definitions in order, and a hash that binds
@@ -207,6 +209,7 @@ impl Catalogue {
                 validator,
                 object_schemas,
                 param_headers,
+                enforcer: tool.enforcer,
             });
         }
 

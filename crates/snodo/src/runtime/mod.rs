@@ -11,6 +11,7 @@ pub mod events;
 pub mod input;
 pub(crate) mod param_headers;
 pub(crate) mod pending;
+pub mod policy;
 pub mod prompt;
 pub mod resource;
 pub mod tool;
