@@ -227,6 +227,8 @@ async fn run(cli: Cli) -> Result<(), String> {
 
 /// What must be flushed at exit.
 struct Telemetry {
+    /// The stderr writer's thread: dropping it flushes what is queued.
+    _logs: tracing_appender::non_blocking::WorkerGuard,
     #[cfg(feature = "otlp")]
     provider: Option<snodo::otlp::SdkTracerProvider>,
 }
@@ -251,9 +253,14 @@ fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Tele
 
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "snodo=info,warn".into());
+    // One write per event would be one syscall on a worker thread per request: the
+    // events are queued to a writer thread instead (never dropped: a full queue waits).
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .finish(std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     let fmt = match format {
         LogFormat::Human => fmt.boxed(),
         LogFormat::Json => fmt.json().flatten_event(true).boxed(),
@@ -263,6 +270,7 @@ fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Tele
         None => {
             registry.init();
             Ok(Telemetry {
+                _logs: guard,
                 #[cfg(feature = "otlp")]
                 provider: None,
             })
@@ -277,6 +285,7 @@ fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Tele
                 .with(snodo::otlp::layer(&provider).with_filter(spans))
                 .init();
             Ok(Telemetry {
+                _logs: guard,
                 provider: Some(provider),
             })
         }
