@@ -19,11 +19,12 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument as _;
 
 use super::Engine;
+use super::failure::{Failure, timeout_error};
 use super::inflight::{InFlight, Registration};
 use super::observe::{Gauged, Outcome, Record};
 use super::trace::{self, TraceContext};
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId, RpcError};
+use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId};
 use crate::router::{Answer, Call};
 use crate::runtime::context::{ContextInit, Principal};
 use crate::runtime::pending::PendingRequests;
@@ -52,25 +53,6 @@ impl Ended {
             Self::Cancelled => None,
         }
     }
-}
-
-/// The error of a request whose deadline passed.
-pub(crate) fn timeout_error() -> RpcError {
-    RpcError::internal("Request execution timed out")
-}
-
-/// The error of a request refused because every slot is busy and the queue is full.
-pub(crate) fn overloaded_error() -> RpcError {
-    RpcError::internal("Server overloaded: too many requests in flight; retry later")
-}
-
-/// Why an execution did not start.
-#[derive(Debug)]
-pub(crate) enum Refused {
-    /// Every slot is busy and the queue is full.
-    Overloaded,
-    /// The deadline passed while waiting for a slot.
-    TimedOut,
 }
 
 /// What the connection a request arrived on holds for the initialize era.
@@ -149,7 +131,7 @@ impl Execution {
         id: RequestId,
         mut call: Call,
         options: Options<'_>,
-    ) -> Result<Self, Refused> {
+    ) -> Result<Self, Failure> {
         let deadline = Instant::now() + engine.limits.request_timeout;
         if let Some(r) = options.record.as_mut() {
             r.admitted(&id, &call, options.principal.as_ref());
@@ -165,21 +147,8 @@ impl Execution {
                 drop(queued);
                 match entered {
                     Ok(Ok(slot)) => slot,
-                    Ok(Err(_)) => {
-                        if let Some(r) = options.record.as_mut() {
-                            r.refused(&overloaded_error());
-                        }
-                        trace::record_error(&span, Some("overloaded"));
-                        return Err(Refused::Overloaded);
-                    }
-                    Err(_) => {
-                        if let Some(r) = options.record.as_mut() {
-                            r.refused(&timeout_error());
-                            r.outcome = Outcome::Timeout;
-                        }
-                        trace::record_error(&span, Some("timeout"));
-                        return Err(Refused::TimedOut);
-                    }
+                    Ok(Err(_)) => return Err(refuse(options.record, &span, Failure::overloaded())),
+                    Err(_) => return Err(refuse(options.record, &span, Failure::TimedOut)),
                 }
             }
         };
@@ -352,6 +321,20 @@ impl Execution {
             let _ = work.await;
         }
     }
+}
+
+/// Records a request that could not start, and gives its failure back.
+fn refuse(record: &mut Option<Record>, span: &tracing::Span, failure: Failure) -> Failure {
+    if let Some(r) = record.as_mut() {
+        r.failure(&failure);
+    }
+    let error_type = match failure {
+        Failure::Overloaded(_) => "overloaded",
+        Failure::TimedOut => "timeout",
+        Failure::Error(_) => "error",
+    };
+    trace::record_error(span, Some(error_type));
+    failure
 }
 
 /// Runs the handler until it finishes, is cancelled or misses its deadline. A cancelled

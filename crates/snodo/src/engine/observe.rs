@@ -271,6 +271,18 @@ impl Record {
         self.code = Some(e.code().0);
     }
 
+    /// A request that got no result (refused, no capacity, deadline passed).
+    pub(crate) fn failure(&mut self, failure: &super::Failure) {
+        match failure {
+            super::Failure::Error(e) => self.error(e),
+            super::Failure::Overloaded(e) => self.refused(e),
+            super::Failure::TimedOut => {
+                self.refused(&super::failure::timeout_error());
+                self.outcome = Outcome::Timeout;
+            }
+        }
+    }
+
     /// The HTTP status of the answer: a refusal when it is an error status and nothing
     /// more precise was said.
     pub(crate) fn http_status(&mut self, status: u16) {

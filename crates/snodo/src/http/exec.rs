@@ -16,11 +16,10 @@ use tokio::time::Instant;
 use super::body::Body;
 use super::response;
 use super::service::Shared;
+use super::status;
 use crate::engine::observe::Record;
 use crate::engine::trace::TraceContext;
-use crate::engine::{
-    Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
-};
+use crate::engine::{Ended, Execution, Failure, Held, Options, Step};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::Call;
@@ -33,9 +32,8 @@ const STREAM_DEPTH: usize = 32;
 fn final_status(dialect: &Dialect, ended: &Ended) -> StatusCode {
     match ended {
         Ended::Done(Ok(_)) => StatusCode::OK,
-        Ended::Done(Err(_)) if dialect.errors_in_band() => StatusCode::OK,
-        Ended::Done(Err(e)) => e.code().http_status(),
-        Ended::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+        Ended::Done(Err(e)) => status::of_error(Some(dialect), e),
+        Ended::TimedOut => status::of_failure(Some(dialect), &Failure::TimedOut),
         Ended::Cancelled => StatusCode::NO_CONTENT,
     }
 }
@@ -59,8 +57,7 @@ pub(crate) async fn execute(
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
-        Err(Refused::Overloaded) => return response::overloaded(&id),
-        Err(Refused::TimedOut) => return response::timed_out(&id),
+        Err(failure) => return response::failure(&id, None, failure),
     };
     let dialect = exec.dialect();
     let keep_alive = shared.config.keep_alive;
@@ -150,8 +147,7 @@ pub(crate) async fn execute_quiet(
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
-        Err(Refused::Overloaded) => return Some(error_message(Some(&id), &overloaded_error())),
-        Err(Refused::TimedOut) => return Some(error_message(Some(&id), &timeout_error())),
+        Err(failure) => return Some(error_message(Some(&id), &failure.into_error())),
     };
     loop {
         // Progress notifications (the request carried a token) have nowhere to go.

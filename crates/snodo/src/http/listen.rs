@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use super::body::Body;
 use super::response;
 use super::service::Shared;
-use crate::engine::{ListenStep, Subscription};
-use crate::protocol::{RequestId, RpcError};
+use crate::engine::{Failure, ListenStep, Subscription};
+use crate::protocol::RequestId;
 use crate::router::Call;
 
 /// Answers a `subscriptions/listen` request.
@@ -20,7 +20,7 @@ pub(crate) fn serve(
     shared: &Arc<Shared>,
     id: RequestId,
     call: &Call,
-) -> Result<Response<Body>, (RpcError, bool)> {
+) -> Result<Response<Body>, Failure> {
     let mut subscription = Subscription::open(&shared.engine, id, call)?;
     let (tx, rx) = mpsc::channel(32);
     let keep_alive = shared.config.keep_alive;

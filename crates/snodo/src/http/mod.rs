@@ -11,6 +11,7 @@ mod response;
 mod select;
 mod serve;
 mod service;
+mod status;
 
 pub use auth::{AuthRejection, Authenticator, BearerTokens};
 pub use body::Body;

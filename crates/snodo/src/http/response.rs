@@ -1,11 +1,14 @@
-//! Every HTTP response the service produces is built here; statuses appear nowhere else.
+//! Every HTTP response the service produces is built here. The status of a JSON-RPC
+//! answer comes from `status.rs`; the HTTP layer's own refusals (405, 406, 413, 415, 403
+//! for a host or origin, 401/403 of an authenticator) are decided here.
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::Body;
+use crate::engine::Failure;
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::{ErrorCode, RequestId, RpcError};
+use crate::protocol::{Dialect, ErrorCode, RequestId, RpcError};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -158,26 +161,21 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
     r
 }
 
-/// 503 with `Retry-After`: every execution slot is busy and the queue is full.
-pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
-    overloaded_with(id, &crate::engine::overloaded_error())
-}
-
-/// 503 with `Retry-After` and this error.
-pub(crate) fn overloaded_with(id: &RequestId, error: &RpcError) -> Response<Body> {
-    let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), error);
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+/// A request that gets no result, answered in `dialect` (`None` before one is chosen):
+/// the status from `status.rs`, and `Retry-After` when there is no capacity now.
+pub(crate) fn failure(
+    id: &RequestId,
+    dialect: Option<&Dialect>,
+    failure: Failure,
+) -> Response<Body> {
+    let status = super::status::of_failure(dialect, &failure);
+    let busy = matches!(failure, Failure::Overloaded(_));
+    let mut r = rpc_error(status, Some(id), &failure.into_error());
+    if busy {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
     r
-}
-
-/// 504: the request's deadline passed before it finished.
-pub(crate) fn timed_out(id: &RequestId) -> Response<Body> {
-    rpc_error(
-        StatusCode::GATEWAY_TIMEOUT,
-        Some(id),
-        &crate::engine::timeout_error(),
-    )
 }
 
 /// 204: the request was cancelled; it gets no result.

@@ -1,9 +1,8 @@
-//! The one wire error value ([`RpcError`]) and the one mapping from JSON-RPC error
-//! codes to HTTP statuses ([`ErrorCode::http_status`]).
+//! The one wire error value ([`RpcError`]) and its codes. The HTTP status an error
+//! travels with is the HTTP transport's to decide (`http/status.rs`).
 
 use std::borrow::Cow;
 
-use http::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -33,26 +32,6 @@ impl ErrorCode {
     pub const MISSING_CLIENT_CAPABILITY: Self = Self(-32021);
     /// `-32022`: the protocol version is not supported (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
-
-    /// The HTTP status a stateless (2026-07-28) server sends with this error, and every
-    /// dialect sends for errors found while admitting a request.
-    ///
-    /// Initialize-era dialects send errors found while *executing* a request with 200
-    /// instead (see [`crate::protocol::Dialect::errors_in_band`]).
-    #[must_use]
-    pub fn http_status(self) -> StatusCode {
-        match self {
-            Self::PARSE_ERROR
-            | Self::INVALID_REQUEST
-            | Self::INVALID_PARAMS
-            | Self::HEADER_MISMATCH
-            | Self::MISSING_CLIENT_CAPABILITY
-            | Self::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
-            Self::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-            Self::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
-            _ => StatusCode::OK,
-        }
-    }
 }
 
 /// A JSON-RPC error: code, one-sentence message, optional data, and the id of the
@@ -201,25 +180,3 @@ impl std::fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_map() {
-        assert_eq!(
-            ErrorCode::METHOD_NOT_FOUND.http_status(),
-            StatusCode::NOT_FOUND
-        );
-        assert_eq!(
-            ErrorCode::HEADER_MISMATCH.http_status(),
-            StatusCode::BAD_REQUEST
-        );
-        assert_eq!(
-            ErrorCode::INTERNAL_ERROR.http_status(),
-            StatusCode::INTERNAL_SERVER_ERROR
-        );
-        assert_eq!(ErrorCode(-32003).http_status(), StatusCode::OK);
-    }
-}

@@ -21,8 +21,7 @@ use super::framing::{Frame, Lines};
 use crate::engine::admit::{self, Admitted};
 use crate::engine::observe::{Record, Transport};
 use crate::engine::{
-    self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Refused, Step,
-    Subscription,
+    self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Step, Subscription,
 };
 use crate::protocol::jsonrpc::{Incoming, error_message, notification_message};
 use crate::protocol::params::SplitParams;
@@ -394,11 +393,8 @@ impl Connection {
             };
             let mut exec = match Execution::start(&engine, id.clone(), call, options).await {
                 Ok(exec) => exec,
-                Err(refused) => {
-                    let e = match refused {
-                        Refused::Overloaded => engine::overloaded_error(),
-                        Refused::TimedOut => engine::timeout_error(),
-                    };
+                Err(failure) => {
+                    let e = failure.into_error();
                     let _ = out.send(error_message(Some(&id), &e)).await;
                     return;
                 }
@@ -434,14 +430,11 @@ impl Connection {
     async fn listen(&self, id: RequestId, call: &Call, record: &mut Option<Record>) {
         let mut subscription = match Subscription::open(&self.engine, id.clone(), call) {
             Ok(s) => s,
-            Err((e, overloaded)) => {
+            Err(failure) => {
                 if let Some(r) = record.as_mut() {
-                    if overloaded {
-                        r.refused(&e)
-                    } else {
-                        r.error(&e)
-                    }
+                    r.failure(&failure);
                 }
+                let e = failure.into_error();
                 return self.send(error_message(Some(&id), &e)).await;
             }
         };
