@@ -254,9 +254,11 @@ fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Tele
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "snodo=info,warn".into());
     // One write per event would be one syscall on a worker thread per request: the
-    // events are queued to a writer thread instead (never dropped: a full queue waits).
+    // events are queued to a writer thread instead. When stderr stops draining (a
+    // client that pipes it and never reads) and the queue fills, events are dropped:
+    // logs never stall the protocol.
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
+        .lossy(true)
         .finish(std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
