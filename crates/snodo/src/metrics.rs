@@ -10,7 +10,7 @@
 //! | `snodo_request_duration_seconds` | histogram | `transport`, `method` |
 //! | `snodo_requests_in_flight` | gauge | |
 //! | `snodo_requests_queued` | gauge | |
-//! | `snodo_refusals_total` | counter | `transport`, `reason` (the HTTP status, or the JSON-RPC code on stdio) |
+//! | `snodo_refusals_total` | counter | `transport`, `reason` (the HTTP status, or the JSON-RPC code on stdio; `tool_rate`, `tool_concurrency`, `tool_timeout` for a tool's own limits) |
 //! | `snodo_open_streams` | gauge | `kind` (`sse`, `listen`) |
 //!
 //! `name` is the tool or prompt name, or the resource URI, only when the catalogue holds
@@ -233,7 +233,16 @@ impl Metrics {
             .duration
             .get_or_create(&DurationLabels { transport, method })
             .observe(elapsed.as_secs_f64());
-        if matches!(record.outcome, Outcome::Refused | Outcome::Timeout) {
+        if let Some(limit) = record.limit {
+            // A tool's own limit: the answer is a tool error, the refusal is counted.
+            self.inner
+                .refusals
+                .get_or_create(&RefusalLabels {
+                    transport,
+                    reason: format!("tool_{limit}"),
+                })
+                .inc();
+        } else if matches!(record.outcome, Outcome::Refused | Outcome::Timeout) {
             let reason = match (record.status, record.code) {
                 (Some(status), _) => status.to_string(),
                 (None, Some(code)) => code.to_string(),

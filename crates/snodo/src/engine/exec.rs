@@ -282,6 +282,12 @@ impl Execution {
             match ended {
                 Ended::Done(Ok(result)) if result.is_tool_error() => {
                     r.outcome = Outcome::ToolError;
+                    r.limit = match result.limit_reason() {
+                        Some("rate") => Some("rate"),
+                        Some("concurrency") => Some("concurrency"),
+                        Some("timeout") => Some("timeout"),
+                        _ => None,
+                    };
                 }
                 Ended::Done(Ok(_)) => r.outcome = Outcome::Ok,
                 Ended::Done(Err(e)) => r.error(e),

@@ -122,6 +122,7 @@ impl Observe {
             outcome: Outcome::Ok,
             code: None,
             status: None,
+            limit: None,
             bytes_in,
             bytes_out: 0,
         })
@@ -213,6 +214,8 @@ pub(crate) struct Record {
     pub(crate) outcome: Outcome,
     pub(crate) code: Option<i64>,
     pub(crate) status: Option<u16>,
+    /// Which of the tool's own limits stopped the call (`rate`, `concurrency`, `timeout`).
+    pub(crate) limit: Option<&'static str>,
     bytes_in: usize,
     bytes_out: usize,
 }
@@ -320,6 +323,7 @@ impl Drop for Record {
                 outcome = self.outcome.as_str(),
                 code = self.code,
                 status = self.status,
+                limit = self.limit,
                 duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
                 bytes_in = self.bytes_in,
                 bytes_out = self.bytes_out,

@@ -222,3 +222,45 @@ async fn stdio_counts_and_the_metrics_listener_answers() {
         "{raw}"
     );
 }
+
+#[tokio::test]
+async fn a_tools_own_limits_are_counted_as_refusals() {
+    let metrics = Metrics::new();
+    let rt = builder(&MODERN)
+        .metrics(metrics.clone())
+        .tool(
+            snodo::Tool::new("limited")
+                .rate_limit(snodo::RateLimit::per_principal(1, Duration::from_secs(60)))
+                .handler(|_: snodo::NoArguments, _ctx| async { snodo::ToolResult::text("ok") }),
+        )
+        .build()
+        .unwrap();
+    let mut client = Client::start(rt);
+    for id in 1..=2 {
+        client
+            .modern(
+                json!(id),
+                "tools/call",
+                json!({"name":"limited","arguments":{}}),
+                json!({}),
+            )
+            .await;
+        let _ = client.recv().await;
+    }
+    let _ = client.finish().await;
+    let text = metrics.encode();
+    assert_eq!(
+        value(
+            &text,
+            r#"snodo_refusals_total{transport="stdio",reason="tool_rate"}"#
+        ),
+        1.0,
+        "{text}"
+    );
+    for outcome in ["ok", "tool_error"] {
+        let series = format!(
+            r#"snodo_requests_total{{transport="stdio",method="tools/call",name="limited",outcome="{outcome}"}}"#
+        );
+        assert_eq!(value(&text, &series), 1.0, "{text}");
+    }
+}

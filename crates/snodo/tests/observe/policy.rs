@@ -52,6 +52,7 @@ fn limit(result: &Value) -> &Value {
 
 #[tokio::test]
 async fn rate_limits_are_per_principal_and_say_when_to_retry() {
+    let (captured, _guard) = crate::capture::Captured::start();
     let auth = BearerTokens::new("https://example.com/.well-known/oauth-protected-resource")
         .token("tok-alice", Principal::new("alice"))
         .token("tok-bob", Principal::new("bob"));
@@ -92,6 +93,28 @@ async fn rate_limits_are_per_principal_and_say_when_to_retry() {
     // Bob has a budget of his own.
     let r = post("tok-bob", 4).await;
     assert_eq!(r.json()["result"]["isError"], false);
+
+    // The request log says which limit answered.
+    let events = captured.wait_for(4).await;
+    let outcomes: Vec<(&str, &str, Option<&str>)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["principal"].as_str(),
+                e["outcome"].as_str(),
+                e.get("limit").map(String::as_str),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("alice", "ok", None),
+            ("alice", "ok", None),
+            ("alice", "tool_error", Some("rate")),
+            ("bob", "ok", None),
+        ]
+    );
 }
 
 #[tokio::test]
