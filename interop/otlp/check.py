@@ -94,5 +94,9 @@ for label, parent in [("stdio, _meta", STDIO_PARENT), ("http, _meta", META_PAREN
           and s.get("service") == "snodo",
           f"{s}")
 
+s = next((s for s in spans if s["trace_id"] == META_PARENT[0]), {})
+check("http, _meta: the caller's tracestate travels with the span",
+      s.get("trace_state") == "snodo=lane", f"{s.get('trace_state')!r}")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -45,6 +45,7 @@ class Handler(BaseHTTPRequestHandler):
                             "trace_id": s.trace_id.hex(),
                             "span_id": s.span_id.hex(),
                             "parent_span_id": s.parent_span_id.hex(),
+                            "trace_state": s.trace_state,
                             "attributes": {a.key: value(a.value) for a in s.attributes},
                             "status": s.status.code,
                         }) + "\n")
