@@ -264,3 +264,48 @@ async fn a_tools_own_limits_are_counted_as_refusals() {
         assert_eq!(value(&text, &series), 1.0, "{text}");
     }
 }
+
+#[tokio::test]
+async fn open_sse_answers_are_counted() {
+    let metrics = Metrics::new();
+    let rt = builder(&MODERN)
+        .metrics(metrics.clone())
+        .tool(snodo::Tool::new("slow_progress").handler(
+            |_: snodo::NoArguments, ctx: snodo::RequestContext| async move {
+                ctx.progress(0.5, Some(1.0), None).await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                snodo::ToolResult::text("done")
+            },
+        ))
+        .build()
+        .unwrap();
+    let server = TestServer::start(rt).await;
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_progress","arguments":{},"_meta":{
+        "progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":{}}}})
+    .to_string();
+    let sse = r#"snodo_open_streams{kind="sse"}"#;
+    let mut stream = server
+        .open(
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "slow_progress"),
+            ],
+            &body,
+        )
+        .await;
+    assert_eq!(stream.status, 200);
+    let progress = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(progress["method"], "notifications/progress");
+    assert_eq!(value(&metrics.encode(), sse), 1.0);
+    let last = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(last["id"], 1);
+    for _ in 0..100 {
+        if value(&metrics.encode(), sse) == 0.0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the SSE answer is still counted: {}", metrics.encode());
+}
