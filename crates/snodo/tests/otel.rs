@@ -159,3 +159,40 @@ async fn stdio_spans_take_the_parent_from_meta() {
         Some(missing["error"]["code"].to_string())
     );
 }
+
+#[tokio::test]
+async fn a_listen_subscription_has_a_span_as_long_as_it_is_open() {
+    let (keep, _guard) = install();
+    let rt = support::builder(&support::MODERN)
+        .list_changed(true)
+        .build()
+        .unwrap();
+    let server = TestServer::start(rt).await;
+    let body = json!({"jsonrpc":"2.0","id":"sub","method":"subscriptions/listen","params":{"_meta":{
+        "traceparent": PARENT,
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}})
+    .to_string();
+    let mut stream = server
+        .open(
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "subscriptions/listen"),
+            ],
+            &body,
+        )
+        .await;
+    assert!(
+        stream
+            .next(std::time::Duration::from_secs(2))
+            .await
+            .is_some(),
+        "acknowledged"
+    );
+    assert!(keep.0.lock().unwrap().is_empty(), "still open");
+    drop(stream);
+    let spans = spans(&keep, 1).await;
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(spans[0].name, "subscriptions/listen");
+    assert_parent(&spans[0], PARENT);
+}

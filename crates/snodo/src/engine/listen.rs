@@ -138,6 +138,8 @@ pub(crate) struct Subscription {
     ack: Option<Bytes>,
     dialect: &'static Dialect,
     _slot: Slot,
+    /// The subscription's span, open as long as it is (parent from `_meta`).
+    _span: tracing::Span,
 }
 
 impl Subscription {
@@ -155,6 +157,8 @@ impl Subscription {
             )));
         }
         let slot = Slot(Arc::clone(engine), engine.observe.stream("listen"));
+        let parent = super::trace::TraceContext::from_meta(&call.meta);
+        let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
         let ack = json!({"_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let ack = notification_message("notifications/subscriptions/acknowledged", &ack);
@@ -165,6 +169,7 @@ impl Subscription {
             ack: Some(ack),
             dialect: call.dialect,
             _slot: slot,
+            _span: span,
         })
     }
 
