@@ -360,3 +360,43 @@ impl Record {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The disabled path: no subscriber wants the event and no metrics are configured,
+    /// so no record (and no allocation) is made.
+    #[test]
+    fn nothing_is_recorded_when_nothing_observes() {
+        let observe = Observe::default();
+        assert!(observe.begin(Transport::Http, 10).is_none());
+        // A subscriber that wants everything but the request events.
+        let quiet = tracing_subscriber_stub::OnlyWarnings;
+        tracing::subscriber::with_default(quiet, || {
+            assert!(observe.begin(Transport::Stdio, 10).is_none());
+        });
+    }
+
+    /// A minimal subscriber enabled for `warn` and above only.
+    mod tracing_subscriber_stub {
+        use tracing::span::{Attributes, Id, Record};
+        use tracing::{Event, Level, Metadata, Subscriber};
+
+        pub(super) struct OnlyWarnings;
+
+        impl Subscriber for OnlyWarnings {
+            fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+                *metadata.level() <= Level::WARN
+            }
+            fn new_span(&self, _: &Attributes<'_>) -> Id {
+                Id::from_u64(1)
+            }
+            fn record(&self, _: &Id, _: &Record<'_>) {}
+            fn record_follows_from(&self, _: &Id, _: &Id) {}
+            fn event(&self, _: &Event<'_>) {}
+            fn enter(&self, _: &Id) {}
+            fn exit(&self, _: &Id) {}
+        }
+    }
+}
