@@ -469,6 +469,7 @@ pub(crate) fn runtime(
     profile: Profile,
     state_key: Option<Vec<u8>>,
     page_size: usize,
+    metrics: Option<snodo::metrics::Metrics>,
 ) -> Result<Runtime, BuildError> {
     let stateless_only = protocols
         .iter()
@@ -480,6 +481,9 @@ pub(crate) fn runtime(
         .protocols(protocols);
     if let Some(key) = state_key {
         builder = builder.request_state_key(key);
+    }
+    if let Some(metrics) = metrics {
+        builder = builder.metrics(metrics);
     }
     match profile {
         Profile::Echo => builder.tool(echo()).build(),

@@ -34,6 +34,26 @@ struct Cli {
     /// Do not check Host (behind a proxy that checks it); Origin is still checked.
     #[arg(long, global = true)]
     any_host: bool,
+    /// Log format on stderr: one line per event (`human`) or one JSON object (`json`).
+    /// Every request is logged at info (target `snodo::request`); filter with RUST_LOG.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human, global = true)]
+    log_format: LogFormat,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
+    #[arg(long, global = true)]
+    metrics_addr: Option<SocketAddr>,
+    /// Export request spans over OTLP/HTTP to URL (e.g.
+    /// http://127.0.0.1:4318/v1/traces); needs a build with the `otlp` feature.
+    #[arg(long, global = true)]
+    otlp_endpoint: Option<String>,
+}
+
+/// Log formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line.
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -114,8 +134,29 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
         .collect()
 }
 
+/// Binds the metrics listener and serves it in the background.
+async fn serve_metrics(addr: SocketAddr) -> Result<snodo::metrics::Metrics, String> {
+    let metrics = snodo::metrics::Metrics::new();
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("snodo metrics: http://{local}/metrics");
+    let served = metrics.clone();
+    tokio::spawn(async move {
+        if let Err(e) = served.serve(listener).await {
+            tracing::warn!(error = %e, "the metrics listener stopped");
+        }
+    });
+    Ok(metrics)
+}
+
 async fn run(cli: Cli) -> Result<(), String> {
     let key = cli.state_key.map(String::into_bytes);
+    let metrics = match cli.metrics_addr {
+        Some(addr) => Some(serve_metrics(addr).await?),
+        None => None,
+    };
     let mut config = HttpConfig::default();
     if !cli.allow_hosts.is_empty() {
         config = config.allow_hosts(cli.allow_hosts);
@@ -145,6 +186,9 @@ async fn run(cli: Cli) -> Result<(), String> {
             };
             protection = oauth::setup(&oauth, addr).await?;
             let mut builder = demo::builder(&root, protocols, key)?;
+            if let Some(metrics) = metrics {
+                builder = builder.metrics(metrics);
+            }
             if let Some(p) = &protection {
                 builder = p.authorize(builder);
                 config = p.configure(config);
@@ -164,7 +208,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             page_size,
             stdio,
         } => {
-            let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size)
+            let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size, metrics)
                 .map_err(|e| e.to_string())?;
             (
                 runtime,
@@ -205,15 +249,88 @@ async fn run(cli: Cli) -> Result<(), String> {
     server.run().await.map_err(|e| e.to_string())
 }
 
+/// What must be flushed at exit.
+struct Telemetry {
+    /// The stderr writer's thread: dropping it flushes what is queued.
+    _logs: tracing_appender::non_blocking::WorkerGuard,
+    #[cfg(feature = "otlp")]
+    provider: Option<snodo::otlp::SdkTracerProvider>,
+}
+
+impl Telemetry {
+    fn shutdown(self) {
+        #[cfg(feature = "otlp")]
+        if let Some(p) = self.provider {
+            if let Err(e) = p.shutdown() {
+                eprintln!("snodo: flushing spans failed: {e}");
+            }
+        }
+    }
+}
+
+/// Logs go to stderr always (stdout carries the stdio transport's messages); with
+/// `--otlp-endpoint`, request spans also go to the OTLP exporter.
+fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "snodo=info,warn".into());
+    // One write per event would be one syscall on a worker thread per request: the
+    // events are queued to a writer thread instead. When stderr stops draining (a
+    // client that pipes it and never reads) and the queue fills, events are dropped:
+    // logs never stall the protocol.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .finish(std::io::stderr());
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(writer);
+    let fmt = match format {
+        LogFormat::Human => fmt.boxed(),
+        LogFormat::Json => fmt.json().flatten_event(true).boxed(),
+    };
+    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+    match otlp_endpoint {
+        None => {
+            registry.init();
+            Ok(Telemetry {
+                _logs: guard,
+                #[cfg(feature = "otlp")]
+                provider: None,
+            })
+        }
+        #[cfg(feature = "otlp")]
+        Some(endpoint) => {
+            let provider = snodo::otlp::provider(endpoint, "snodo")
+                .map_err(|e| format!("cannot export to {endpoint}: {e}"))?;
+            let spans = tracing_subscriber::filter::Targets::new()
+                .with_target(snodo::SPAN_TARGET, tracing::Level::DEBUG);
+            registry
+                .with(snodo::otlp::layer(&provider).with_filter(spans))
+                .init();
+            Ok(Telemetry {
+                _logs: guard,
+                provider: Some(provider),
+            })
+        }
+        #[cfg(not(feature = "otlp"))]
+        Some(_) => Err("--otlp-endpoint needs a snodo built with the otlp feature \
+             (cargo build -p snodo-cli --features otlp)"
+            .into()),
+    }
+}
+
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "snodo=info,warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let telemetry = match init_telemetry(cli.log_format, cli.otlp_endpoint.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("snodo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = cli.workers {
         builder.worker_threads(n.max(1));
@@ -228,6 +345,7 @@ fn main() -> ExitCode {
     let outcome = rt.block_on(run(cli));
     // Do not wait for a blocked stdin read (stdio mode ended by a signal).
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    telemetry.shutdown();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -50,12 +50,18 @@
 
 mod engine;
 pub mod http;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod model;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod protocol;
 mod router;
 pub mod runtime;
 pub mod stdio;
 
+pub use engine::observe::REQUEST_TARGET;
+pub use engine::trace::{SPAN_TARGET, TraceContext};
 pub use model::{
     CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,
     ServerInfo, ToolResult,
@@ -66,6 +72,7 @@ pub use runtime::completion::CompletionRequest;
 pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
 pub use runtime::input::{InputRequest, InputRequired};
+pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
 pub use runtime::prompt::{Prompt, PromptArguments};
 pub use runtime::resource::{ReadRequest, Resource, ResourceInfo, ResourceTemplate};
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};

@@ -16,10 +16,13 @@ use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::Instrument as _;
 
 use super::Engine;
 use super::failure::{Failure, timeout_error};
 use super::inflight::{InFlight, Registration};
+use super::observe::{Gauged, Outcome, Record};
+use super::trace::{self, TraceContext};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId};
 use crate::router::{Answer, Call};
@@ -76,6 +79,12 @@ pub(crate) struct Options<'a> {
     pub(crate) cancel_by: Option<(&'a Arc<InFlight>, Option<&'a Principal>)>,
     /// What the connection holds.
     pub(crate) held: Held<'a>,
+    /// The request's observation record: the execution takes it when it starts (and
+    /// emits it when it ends); a refused one is left with its outcome for the transport.
+    pub(crate) record: &'a mut Option<Record>,
+    /// The transport's trace parent (HTTP: the `traceparent` header), used when
+    /// `_meta` carries none.
+    pub(crate) trace: Option<TraceContext>,
 }
 
 /// What an execution yields next.
@@ -98,7 +107,12 @@ pub(crate) struct Execution {
     cancel: CancellationToken,
     guard: Option<DropGuard>,
     /// The execution slot and the cancellation registration, released when it ends.
-    held: Option<(Option<Registration>, OwnedSemaphorePermit)>,
+    held: Option<(Option<Registration>, OwnedSemaphorePermit, Gauged)>,
+    /// Emitted when the execution ends (cancelled, unless [`finish`](Self::finish)
+    /// says otherwise).
+    record: Option<Record>,
+    /// The request's span (disabled unless a subscriber wants it).
+    span: tracing::Span,
 }
 
 impl std::fmt::Debug for Execution {
@@ -119,15 +133,31 @@ impl Execution {
         options: Options<'_>,
     ) -> Result<Self, Failure> {
         let deadline = Instant::now() + engine.limits.request_timeout;
+        if let Some(r) = options.record.as_mut() {
+            r.admitted(&id, &call, options.principal.as_ref());
+        }
+        let parent = TraceContext::from_meta(&call.meta).or(options.trace);
+        let span = trace::request_span(&id, &call, parent.as_ref());
         // A free slot is taken at once, without arming a timer for the wait.
         let slot = match engine.gate.try_enter() {
             Some(slot) => slot,
-            None => match tokio::time::timeout_at(deadline, engine.gate.enter()).await {
-                Ok(Ok(slot)) => slot,
-                Ok(Err(_)) => return Err(Failure::overloaded()),
-                Err(_) => return Err(Failure::TimedOut),
-            },
+            None => {
+                let queued = engine.observe.queued();
+                let entered = tokio::time::timeout_at(deadline, engine.gate.enter()).await;
+                drop(queued);
+                match entered {
+                    Ok(Ok(slot)) => slot,
+                    Ok(Err(_)) => return Err(refuse(options.record, &span, Failure::overloaded())),
+                    Err(_) => return Err(refuse(options.record, &span, Failure::TimedOut)),
+                }
+            }
         };
+        let in_flight = engine.observe.in_flight();
+        let mut record = options.record.take();
+        if let Some(r) = record.as_mut() {
+            // Until `finish` says how it ended, an execution that goes away was cancelled.
+            r.outcome = Outcome::Cancelled;
+        }
         let runtime = &engine.runtime;
         let dialect = call.dialect;
         let log_threshold = if dialect.log_levels() == LogLevels::PerRequest {
@@ -181,15 +211,12 @@ impl Execution {
             log_threshold,
             server_requests,
             runtime: runtime.clone(),
+            trace: parent,
         };
         // Boxed: a transport may move the execution into a task.
-        let work: Work = Box::pin(run(
-            Arc::clone(engine),
-            call,
-            init,
-            cancel.clone(),
-            deadline,
-        ));
+        let work: Work = Box::pin(
+            run(Arc::clone(engine), call, init, cancel.clone(), deadline).instrument(span.clone()),
+        );
         let guard = cancel.clone().drop_guard();
         Ok(Self {
             id,
@@ -198,13 +225,10 @@ impl Execution {
             rx,
             cancel,
             guard: Some(guard),
-            held: Some((registration, slot)),
+            held: Some((registration, slot, in_flight)),
+            record,
+            span,
         })
-    }
-
-    /// The request id.
-    pub(crate) fn id(&self) -> &RequestId {
-        &self.id
     }
 
     /// The request's dialect.
@@ -232,8 +256,55 @@ impl Execution {
                 self.held = None;
                 Step::Ended(ended)
             }
-            Some(m) = next_message(&mut self.rx) => Step::Message(m),
+            Some(m) = next_message(&mut self.rx) => {
+                if let Some(r) = self.record.as_mut() {
+                    r.add_bytes_out(m.len());
+                }
+                Step::Message(m)
+            }
         }
+    }
+
+    /// The final message of an execution that ended (`None`: cancelled, no result),
+    /// recorded with the HTTP `status` its transport answers with, if any.
+    pub(crate) fn finish(&mut self, ended: &Ended, status: Option<u16>) -> Option<Bytes> {
+        let message = ended.message(&self.id);
+        if !self.span.is_disabled() {
+            let error_type = match ended {
+                Ended::Done(Ok(result)) => result.is_tool_error().then(|| "tool_error".to_owned()),
+                Ended::Done(Err(e)) => Some(e.code().0.to_string()),
+                Ended::TimedOut => Some("timeout".to_owned()),
+                Ended::Cancelled => None,
+            };
+            trace::record_error(&self.span, error_type.as_deref());
+        }
+        if let Some(mut r) = self.record.take() {
+            match ended {
+                Ended::Done(Ok(result)) if result.is_tool_error() => {
+                    r.outcome = Outcome::ToolError;
+                    r.limit = match result.limit_reason() {
+                        Some("rate") => Some("rate"),
+                        Some("concurrency") => Some("concurrency"),
+                        Some("timeout") => Some("timeout"),
+                        _ => None,
+                    };
+                }
+                Ended::Done(Ok(_)) => r.outcome = Outcome::Ok,
+                Ended::Done(Err(e)) => r.error(e),
+                Ended::TimedOut => {
+                    r.error(&timeout_error());
+                    r.outcome = Outcome::Timeout;
+                }
+                Ended::Cancelled => r.outcome = Outcome::Cancelled,
+            }
+            if let Some(m) = &message {
+                r.add_bytes_out(m.len());
+            }
+            if let Some(s) = status {
+                r.status = Some(s);
+            }
+        }
+        message
     }
 
     /// The messages the handler queued before it ended.
@@ -256,6 +327,20 @@ impl Execution {
             let _ = work.await;
         }
     }
+}
+
+/// Records a request that could not start, and gives its failure back.
+fn refuse(record: &mut Option<Record>, span: &tracing::Span, failure: Failure) -> Failure {
+    if let Some(r) = record.as_mut() {
+        r.failure(&failure);
+    }
+    let error_type = match failure {
+        Failure::Overloaded(_) => "overloaded",
+        Failure::TimedOut => "timeout",
+        Failure::Error(_) => "error",
+    };
+    trace::record_error(span, Some(error_type));
+    failure
 }
 
 /// Runs the handler until it finishes, is cancelled or misses its deadline. A cancelled

@@ -11,6 +11,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::Engine;
 use super::failure::Failure;
+use super::observe::Gauged;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
 use crate::router::{Call, ResultObject};
@@ -107,9 +108,9 @@ impl Filter {
     }
 }
 
-/// Keeps the count of open subscriptions.
+/// Keeps the count of open subscriptions (and the metrics gauge).
 #[derive(Debug)]
-struct Slot(Arc<Engine>);
+struct Slot(Arc<Engine>, #[allow(dead_code)] Gauged);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -137,6 +138,8 @@ pub(crate) struct Subscription {
     ack: Option<Bytes>,
     dialect: &'static Dialect,
     _slot: Slot,
+    /// The subscription's span, open as long as it is (parent from `_meta`).
+    _span: tracing::Span,
 }
 
 impl Subscription {
@@ -153,7 +156,9 @@ impl Subscription {
                 "Server subscription capacity exhausted; retry later",
             )));
         }
-        let slot = Slot(Arc::clone(engine));
+        let slot = Slot(Arc::clone(engine), engine.observe.stream("listen"));
+        let parent = super::trace::TraceContext::from_meta(&call.meta);
+        let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
         let ack = json!({"_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let ack = notification_message("notifications/subscriptions/acknowledged", &ack);
@@ -164,6 +169,7 @@ impl Subscription {
             ack: Some(ack),
             dialect: call.dialect,
             _slot: slot,
+            _span: span,
         })
     }
 

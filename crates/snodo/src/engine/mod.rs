@@ -12,10 +12,12 @@
 
 pub(crate) mod admit;
 mod exec;
-mod failure;
+pub(crate) mod failure;
 mod gate;
 mod inflight;
 mod listen;
+pub(crate) mod observe;
+pub(crate) mod trace;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -35,6 +37,7 @@ use crate::protocol::params::SplitParams;
 use crate::runtime::Runtime;
 use crate::runtime::context::Principal;
 use gate::Gate;
+use observe::Observe;
 
 /// The bounds an endpoint's executions run under.
 #[derive(Clone, Copy, Debug)]
@@ -67,10 +70,13 @@ pub(crate) struct Engine {
     closing: CancellationToken,
     /// Open `subscriptions/listen` subscriptions.
     listeners: AtomicUsize,
+    /// Request logs and metrics.
+    pub(crate) observe: Observe,
 }
 
 impl Engine {
     pub(crate) fn new(runtime: Runtime, limits: Limits) -> Self {
+        let observe = Observe::new(&runtime);
         Self {
             runtime,
             limits,
@@ -80,6 +86,7 @@ impl Engine {
             cancelled_all: AtomicBool::new(false),
             closing: CancellationToken::new(),
             listeners: AtomicUsize::new(0),
+            observe,
         }
     }
 

@@ -112,7 +112,10 @@ async fn member(
                 return Some(error_message(Some(&id), &e));
             }
             match select::admit_request(runtime, headers, &id, &method, params) {
-                Ok(call) => exec::execute_quiet(shared, id, call, principal).await,
+                Ok(call) => {
+                    let trace = service::trace_parent(headers);
+                    exec::execute_quiet(shared, id, call, principal, trace).await
+                }
                 Err(r) => Some(error_message(Some(&id), &r.error)),
             }
         }

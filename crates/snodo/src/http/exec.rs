@@ -16,6 +16,8 @@ use super::response;
 use super::service::Shared;
 use super::sse::{Gone, SseStream};
 use super::status;
+use crate::engine::observe::Record;
+use crate::engine::trace::TraceContext;
 use crate::engine::{Ended, Execution, Failure, Held, Options, Step};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Dialect, RequestId};
@@ -25,15 +27,14 @@ use crate::runtime::context::Principal;
 /// Queue depth of a streamed response body.
 const STREAM_DEPTH: usize = 32;
 
-/// The final JSON-RPC message and the HTTP status it would have on its own.
-fn final_message(dialect: &Dialect, id: &RequestId, ended: &Ended) -> Option<(StatusCode, Bytes)> {
-    let status = match ended {
+/// The HTTP status the final JSON-RPC message would have on its own.
+fn final_status(dialect: &Dialect, ended: &Ended) -> StatusCode {
+    match ended {
         Ended::Done(Ok(_)) => StatusCode::OK,
         Ended::Done(Err(e)) => status::of_error(Some(dialect), e),
         Ended::TimedOut => status::of_failure(Some(dialect), &Failure::TimedOut),
-        Ended::Cancelled => return None,
-    };
-    Some((status, ended.message(id)?))
+        Ended::Cancelled => StatusCode::NO_CONTENT,
+    }
 }
 
 /// Executes `call` and answers it.
@@ -42,12 +43,16 @@ pub(crate) async fn execute(
     id: RequestId,
     call: Call,
     principal: Option<Principal>,
+    record: &mut Option<Record>,
+    trace: Option<TraceContext>,
 ) -> Response<Body> {
     let engine = &shared.engine;
     let options = Options {
         principal,
         cancel_by: Some((&engine.inflight, None)),
         held: Held::Nothing,
+        record,
+        trace,
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
@@ -65,10 +70,13 @@ pub(crate) async fn execute(
                 // An authorizer's challenge is answered at the HTTP level on every dialect.
                 if let (Ended::Done(Err(e)), true) = (&ended, pending.is_empty()) {
                     if let Some(r) = e.rejection() {
-                        return response::auth_rejected_for(Some(&id), r);
+                        let answer = response::auth_rejected_for(Some(&id), r);
+                        let _ = exec.finish(&ended, Some(answer.status().as_u16()));
+                        return answer;
                     }
                 }
-                let Some((status, body)) = final_message(dialect, &id, &ended) else {
+                let status = if pending.is_empty() { final_status(dialect, &ended) } else { StatusCode::OK };
+                let Some(body) = exec.finish(&ended, Some(status.as_u16())) else {
                     return response::cancelled();
                 };
                 if pending.is_empty() {
@@ -90,7 +98,9 @@ pub(crate) async fn execute(
     // execution (its slot, its registration and its cancellation).
     let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
     sse.push_frame(first);
+    let open = engine.observe.stream("sse");
     tokio::spawn(async move {
+        let _open = open;
         loop {
             let step = tokio::select! {
                 biased;
@@ -107,7 +117,7 @@ pub(crate) async fn execute(
                     for m in exec.drain() {
                         let _ = sse.send(&m).await;
                     }
-                    if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
+                    if let Some(body) = exec.finish(&ended, Some(200)) {
                         let _ = sse.send(&body).await;
                     }
                     return;
@@ -128,6 +138,7 @@ pub(crate) async fn execute_quiet(
     id: RequestId,
     call: Call,
     principal: Option<Principal>,
+    trace: Option<TraceContext>,
 ) -> Option<Bytes> {
     let engine = &shared.engine;
     let options = Options {
@@ -138,6 +149,8 @@ pub(crate) async fn execute_quiet(
             log_level: None,
             server_requests: None,
         },
+        record: &mut None,
+        trace,
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
@@ -146,7 +159,7 @@ pub(crate) async fn execute_quiet(
     loop {
         // Progress notifications (the request carried a token) have nowhere to go.
         if let Step::Ended(ended) = exec.next().await {
-            return ended.message(&id);
+            return exec.finish(&ended, None);
         }
     }
 }

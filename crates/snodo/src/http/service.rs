@@ -18,6 +18,8 @@ use super::exec;
 use super::listen;
 use super::response;
 use super::select::{self, Rejection};
+use crate::engine::observe::{Record, Transport};
+use crate::engine::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use crate::engine::{self, Engine, Limits};
 use serde_json::value::RawValue;
 
@@ -91,12 +93,25 @@ impl McpService {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        match self.answer(req).await {
+        let mut record = self.shared.engine.observe.begin(Transport::Http, 0);
+        let resp = match self.answer(req, &mut record).await {
             Ok(r) | Err(r) => r,
+        };
+        if let Some(mut r) = record {
+            // Answered here (not by a stream that an execution still feeds).
+            r.http_status(resp.status().as_u16());
+            if let Some(n) = http_body::Body::size_hint(resp.body()).exact() {
+                r.add_bytes_out(usize::try_from(n).unwrap_or(usize::MAX));
+            }
         }
+        resp
     }
 
-    async fn answer<B>(&self, req: Request<B>) -> Result<Response<Body>, Response<Body>>
+    async fn answer<B>(
+        &self,
+        req: Request<B>,
+        record: &mut Option<Record>,
+    ) -> Result<Response<Body>, Response<Body>>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -142,22 +157,47 @@ impl McpService {
             }
             Err(_) => return Err(response::bad_body()),
         };
+        if let Some(r) = record.as_mut() {
+            r.set_bytes_in(bytes.len());
+        }
         if batch::is_batch(&bytes) {
+            if let Some(r) = record.as_mut() {
+                r.method_name("(batch)");
+            }
             return Ok(batch::answer(&self.shared, &parts.headers, &bytes, principal).await);
         }
         let incoming = parse_body(&bytes).map_err(reject)?;
         let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
-                let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
-                    .map_err(reject)?;
-                if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
-                    return listen::serve(&self.shared, id.clone(), &call)
-                        .map_err(|f| response::failure(&id, Some(call.dialect), f));
+                if let Some(r) = record.as_mut() {
+                    r.method_name(&method);
                 }
-                Ok(exec::execute(&self.shared, id, call, principal).await)
+                let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
+                    .map_err(|rejection| {
+                        if let Some(r) = record.as_mut() {
+                            r.error(&rejection.error);
+                        }
+                        reject(rejection)
+                    })?;
+                if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
+                    if let Some(r) = record.as_mut() {
+                        r.admitted(&id, &call, principal.as_ref());
+                    }
+                    return listen::serve(&self.shared, id.clone(), &call).map_err(|f| {
+                        if let Some(r) = record.as_mut() {
+                            r.failure(&f);
+                        }
+                        response::failure(&id, Some(call.dialect), f)
+                    });
+                }
+                let trace = trace_parent(&parts.headers);
+                Ok(exec::execute(&self.shared, id, call, principal, record, trace).await)
             }
             Incoming::Notification { method, params } => {
+                if let Some(r) = record.as_mut() {
+                    r.method_name(&method);
+                }
                 select::admit_notification(runtime, &parts.headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
                     engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
@@ -171,6 +211,28 @@ impl McpService {
             }
         }
     }
+}
+
+/// The W3C `traceparent`/`tracestate` headers, if well-formed (one `traceparent`).
+pub(super) fn trace_parent(headers: &http::HeaderMap) -> Option<TraceContext> {
+    let mut parents = headers.get_all(TRACEPARENT).iter();
+    let (Some(parent), None) = (parents.next(), parents.next()) else {
+        return None;
+    };
+    // Several `tracestate` headers are one list (W3C), joined with commas.
+    let mut state = String::new();
+    for v in headers.get_all(TRACESTATE) {
+        if let Ok(v) = v.to_str() {
+            if !state.is_empty() {
+                state.push(',');
+            }
+            state.push_str(v);
+        }
+    }
+    TraceContext::parse(
+        parent.to_str().ok()?,
+        (!state.is_empty()).then_some(state.as_str()),
+    )
 }
 
 /// Routes a client's answer to a server-to-client request by its id. Unknown ids

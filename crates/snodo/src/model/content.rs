@@ -275,6 +275,11 @@ impl ToolResult {
         self.meta.is_some()
     }
 
+    /// One `_meta` entry.
+    pub(crate) fn meta_entry(&self, key: &str) -> Option<&Value> {
+        self.meta.as_ref()?.get(key)
+    }
+
     /// About how many bytes [`write_json`](Self::write_json) writes (exact for plain
     /// text without escapes), to size the response buffer once.
     pub(crate) fn size_hint(&self) -> usize {

@@ -68,6 +68,32 @@ impl Method {
         }
     }
 
+    /// The method's name; `"unknown"` for any other name (a bounded set, fit for a
+    /// metric label).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Initialize => "initialize",
+            Self::Ping => "ping",
+            Self::Discover => "server/discover",
+            Self::ToolsList => "tools/list",
+            Self::ToolsCall => "tools/call",
+            Self::PromptsList => "prompts/list",
+            Self::PromptsGet => "prompts/get",
+            Self::ResourcesList => "resources/list",
+            Self::ResourceTemplatesList => "resources/templates/list",
+            Self::ResourcesRead => "resources/read",
+            Self::ResourcesSubscribe => "resources/subscribe",
+            Self::ResourcesUnsubscribe => "resources/unsubscribe",
+            Self::CompletionComplete => "completion/complete",
+            Self::LoggingSetLevel => "logging/setLevel",
+            Self::SubscriptionsListen => "subscriptions/listen",
+            Self::Initialized => "notifications/initialized",
+            Self::Cancelled => "notifications/cancelled",
+            Self::Unknown => "unknown",
+        }
+    }
+
     /// The header `Mcp-Name` mirrors for this method, if any: `params.name` for
     /// `tools/call` and `prompts/get`, `params.uri` for `resources/read`.
     #[must_use]

@@ -9,6 +9,7 @@ use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
+use crate::runtime::policy::{Enforcer, Limited};
 
 impl Runtime {
     pub(super) async fn call_tool(
@@ -53,7 +54,25 @@ impl Runtime {
             let message = format!("Invalid arguments for tool {name}: {}", problems.join("; "));
             return Ok(shape(call, ToolResult::error(message))?);
         }
-        let result = match (tool.handler)(arguments, ctx).await {
+        let admitted = match tool.enforcer.as_deref().map(|e| e.admit(ctx.principal())) {
+            Some(Err(limited)) => return Ok(shape(call, limited.tool_result(&name))?),
+            Some(Ok(admitted)) => Some(admitted),
+            None => None,
+        };
+        let run = (tool.handler)(arguments, ctx);
+        let deadline = tool.enforcer.as_deref().and_then(Enforcer::timeout);
+        let outcome = match deadline {
+            None => run.await,
+            Some(after) => match tokio::time::timeout(after, run).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    let limited = Limited::Timeout { after };
+                    return Ok(shape(call, limited.tool_result(&name))?);
+                }
+            },
+        };
+        drop(admitted);
+        let result = match outcome {
             Ok(r) => r,
             Err(HandlerError::Failed(msg)) => ToolResult::error(msg),
             Err(e) => {

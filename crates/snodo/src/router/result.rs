@@ -49,6 +49,32 @@ impl ResultObject {
         Self::from_member(Member::Tool(result))
     }
 
+    /// Whether this is a tool result that reports an error (`isError`), serialised or
+    /// reshaped into a tree.
+    pub(crate) fn is_tool_error(&self) -> bool {
+        self.fields.get("isError") == Some(&Value::Bool(true))
+            || self
+                .members
+                .iter()
+                .any(|m| matches!(m, Member::Tool(t) if t.is_error()))
+    }
+
+    /// The reason a tool's own limit gave (`_meta["io.snodo/limit"].reason`), if any.
+    pub(crate) fn limit_reason(&self) -> Option<&str> {
+        let key = crate::runtime::policy::LIMIT_META_KEY;
+        let entry = self
+            .fields
+            .get("_meta")
+            .and_then(|m| m.get(key))
+            .or_else(|| {
+                self.members.iter().find_map(|m| match m {
+                    Member::Tool(t) => t.meta_entry(key),
+                    _ => None,
+                })
+            })?;
+        entry.get("reason").and_then(Value::as_str)
+    }
+
     /// A result of one member, with room for the envelope members `finish` adds.
     pub(crate) fn from_member(member: Member) -> Self {
         let mut members = Vec::with_capacity(3);

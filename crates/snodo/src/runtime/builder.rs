@@ -101,6 +101,8 @@ pub struct RuntimeBuilder {
     state_ttl: Duration,
     server_requests: Option<Duration>,
     authorizer: Option<(Arc<dyn Authorizer>, Refusal)>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -130,6 +132,8 @@ impl RuntimeBuilder {
             state_ttl: Duration::from_secs(600),
             server_requests: None,
             authorizer: None,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 
@@ -287,6 +291,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Counts every request, on every transport, into `metrics` (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Validates everything and freezes the runtime.
     pub fn build(self) -> Result<Runtime, BuildError> {
         self.info
@@ -352,6 +363,8 @@ impl RuntimeBuilder {
                 pending: Arc::new(PendingRequests::default()),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
+                #[cfg(feature = "metrics")]
+                metrics: self.metrics,
             }),
         })
     }

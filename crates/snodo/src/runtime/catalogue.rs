@@ -2,7 +2,7 @@
 //! enabled dialect.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -28,6 +28,8 @@ pub(crate) struct CompiledTool {
     pub(crate) object_schemas: bool,
     /// Arguments mirrored into `Mcp-Param-*` headers (2026-07-28).
     pub(crate) param_headers: Vec<ParamHeader>,
+    /// The tool's own limits, if it has any.
+    pub(crate) enforcer: Option<Arc<super::policy::Enforcer>>,
 }
 
 pub(crate) struct Catalogue {
@@ -165,6 +167,7 @@ impl Catalogue {
                 validator,
                 object_schemas,
                 param_headers,
+                enforcer: tool.enforcer,
             });
         }
 

@@ -125,6 +125,8 @@ pub(crate) struct ContextInit {
     pub(crate) server_requests: Option<(Arc<PendingRequests>, Duration)>,
     /// The runtime serving the request.
     pub(crate) runtime: super::Runtime,
+    /// The caller's W3C trace parent (`_meta`, or the transport's headers).
+    pub(crate) trace: Option<crate::engine::trace::TraceContext>,
 }
 
 struct Inner {
@@ -211,6 +213,13 @@ impl RequestContext {
     #[must_use]
     pub fn protocol_version(&self) -> &'static str {
         self.inner.init.dialect.version()
+    }
+
+    /// The caller's W3C Trace Context parent: `params._meta.traceparent`/`tracestate`
+    /// (over HTTP, the `traceparent`/`tracestate` headers when `_meta` has none).
+    #[must_use]
+    pub fn trace_context(&self) -> Option<&crate::TraceContext> {
+        self.inner.init.trace.as_ref()
     }
 
     /// The JSON-RPC id of the request.

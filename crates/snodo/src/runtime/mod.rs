@@ -11,6 +11,7 @@ pub mod events;
 pub mod input;
 pub(crate) mod param_headers;
 pub(crate) mod pending;
+pub mod policy;
 pub mod prompt;
 pub mod resource;
 pub mod tool;
@@ -171,6 +172,9 @@ pub(crate) struct Inner {
     pub(crate) server_requests: Option<Duration>,
     /// Who may see and use what (none: everyone, everything).
     pub(crate) authorizer: Option<(Arc<dyn authz::Authorizer>, authz::Refusal)>,
+    /// Where every transport counts its requests (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::metrics::Metrics>,
 }
 
 /// Cache hints per kind of cacheable result.

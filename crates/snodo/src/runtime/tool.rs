@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
@@ -12,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::context::RequestContext;
 use super::error::HandlerError;
+use super::policy::{Enforcer, Policy, RateLimit};
 use crate::model::{Icon, ToolResult};
 use crate::protocol::RpcError;
 
@@ -84,6 +86,9 @@ pub struct Tool {
     pub(crate) icons: Vec<Icon>,
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) handler: Option<ToolHandler>,
+    /// Its limits and their state (shared by every catalogue that holds the tool).
+    pub(crate) enforcer: Option<Arc<Enforcer>>,
+    policy: Policy,
 }
 
 impl fmt::Debug for Tool {
@@ -173,7 +178,36 @@ impl Tool {
             icons: Vec::new(),
             meta: None,
             handler: None,
+            enforcer: None,
+            policy: Policy::default(),
         }
+    }
+
+    fn with_policy(mut self, change: impl FnOnce(&mut Policy)) -> Self {
+        change(&mut self.policy);
+        self.enforcer = Some(Arc::new(Enforcer::new(self.policy)));
+        self
+    }
+
+    /// Stops a call that runs longer than `timeout` (the handler is dropped) and
+    /// answers it with a tool error ([`policy`](crate::runtime::policy)).
+    #[must_use]
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.with_policy(|p| p.timeout = Some(timeout))
+    }
+
+    /// Runs at most `n` calls at once; a call beyond that is answered at once with a
+    /// tool error ([`policy`](crate::runtime::policy)).
+    #[must_use]
+    pub fn max_concurrent(self, n: usize) -> Self {
+        self.with_policy(|p| p.max_concurrent = Some(n.max(1)))
+    }
+
+    /// Limits each principal's calls; a call over budget is answered with a tool error
+    /// that says when to retry ([`policy`](crate::runtime::policy)).
+    #[must_use]
+    pub fn rate_limit(self, limit: RateLimit) -> Self {
+        self.with_policy(|p| p.rate = Some(limit))
     }
 
     /// Sets the description shown to the model.

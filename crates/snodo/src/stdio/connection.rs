@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use super::config::StdioConfig;
 use super::framing::{Frame, Lines};
 use crate::engine::admit::{self, Admitted};
+use crate::engine::observe::{Record, Transport};
 use crate::engine::{
     self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Step, Subscription,
 };
@@ -209,12 +210,20 @@ impl Connection {
         let Some(line) = self.line(frame).await else {
             return Ok(true);
         };
+        let record = self.engine.observe.begin(Transport::Stdio, line.len());
         match admit::read_message(&line) {
             Ok(Incoming::Request { id, method, params }) => {
                 let Some(permit) = self.permit(input, stop).await? else {
                     return Ok(false);
                 };
-                self.request(id, &method, params, permit).await;
+                self.request(id, &method, params, permit, record).await;
+            }
+            Err(e) => {
+                let mut record = record;
+                if let Some(r) = record.as_mut() {
+                    r.refused(&e);
+                }
+                self.not_a_request(Err(e)).await;
             }
             other => self.not_a_request(other).await,
         }
@@ -300,14 +309,23 @@ impl Connection {
         method: &str,
         params: Option<SplitParams>,
         permit: OwnedSemaphorePermit,
+        mut record: Option<Record>,
     ) {
         let runtime = &self.engine.runtime;
+        if let Some(r) = record.as_mut() {
+            r.method_name(method);
+        }
         let Admitted {
             mut call,
             negotiated,
         } = match admit::inline(runtime, self.negotiated, &id, method, params) {
             Ok(a) => a,
-            Err(e) => return self.send(error_message(Some(&id), &e)).await,
+            Err(e) => {
+                if let Some(r) = record.as_mut() {
+                    r.error(&e);
+                }
+                return self.send(error_message(Some(&id), &e)).await;
+            }
         };
         if let Some(dialect) = negotiated {
             self.negotiated = Some(dialect);
@@ -334,13 +352,22 @@ impl Connection {
             }
         }
         if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
-            self.listen(id, &call).await;
+            if let Some(r) = record.as_mut() {
+                r.admitted(&id, &call, None);
+            }
+            self.listen(id, &call, &mut record).await;
             return;
         }
-        self.execute(id, call, permit);
+        self.execute(id, call, permit, record);
     }
 
-    fn execute(&self, id: RequestId, call: Call, permit: OwnedSemaphorePermit) {
+    fn execute(
+        &self,
+        id: RequestId,
+        call: Call,
+        permit: OwnedSemaphorePermit,
+        mut record: Option<Record>,
+    ) {
         let engine = Arc::clone(&self.engine);
         let out = self.out.clone();
         let inflight = Arc::clone(&self.inflight);
@@ -361,6 +388,8 @@ impl Connection {
                     log_level,
                     server_requests: pending.as_ref().map(|p| (p, ask_timeout)),
                 },
+                record: &mut record,
+                trace: None,
             };
             let mut exec = match Execution::start(&engine, id.clone(), call, options).await {
                 Ok(exec) => exec,
@@ -386,7 +415,7 @@ impl Connection {
                                 let _ = out.send(m).await;
                             }
                         }
-                        if let Some(m) = ended.message(exec.id()) {
+                        if let Some(m) = exec.finish(&ended, None) {
                             let _ = out.send(m).await;
                         }
                         return;
@@ -398,10 +427,13 @@ impl Connection {
 
     /// Opens a subscription whose messages share the connection; the client ends it
     /// with `notifications/cancelled`, the server with a result and a cancellation.
-    async fn listen(&self, id: RequestId, call: &Call) {
+    async fn listen(&self, id: RequestId, call: &Call, record: &mut Option<Record>) {
         let mut subscription = match Subscription::open(&self.engine, id.clone(), call) {
             Ok(s) => s,
             Err(failure) => {
+                if let Some(r) = record.as_mut() {
+                    r.failure(&failure);
+                }
                 let e = failure.into_error();
                 return self.send(error_message(Some(&id), &e)).await;
             }

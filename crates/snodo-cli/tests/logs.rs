@@ -1,0 +1,64 @@
+//! The binary's request logs: on stderr (stdout carries only MCP messages), one JSON
+//! object per request with `--log-format json`, no argument values.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+#[test]
+fn stdio_logs_go_to_stderr_as_json() {
+    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("logs-root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.txt"), "a needle here\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["serve", "--stdio", "--log-format", "json", "--root"])
+        .arg(&root)
+        .env("RUST_LOG", "snodo=info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let request = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"search","arguments":{"query":"needle"},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{request}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let answers: Vec<Value> = stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout not JSON-RPC ({e}): {l}"))
+        })
+        .collect();
+    assert_eq!(answers.len(), 1, "{stdout}");
+    assert_eq!(answers[0]["id"], 1);
+
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let events: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["target"] == "snodo::request")
+        .collect();
+    assert_eq!(events.len(), 1, "{stderr}");
+    let e = &events[0];
+    assert_eq!(e["level"], "INFO");
+    assert_eq!(e["transport"], "stdio");
+    assert_eq!(e["method"], "tools/call");
+    assert_eq!(e["name"], "search");
+    assert_eq!(e["dialect"], "2026-07-28");
+    assert_eq!(e["outcome"], "ok");
+    assert!(e["duration_us"].is_u64(), "{e}");
+    assert!(
+        !stderr.contains("needle"),
+        "argument values stay out of the logs: {stderr}"
+    );
+}

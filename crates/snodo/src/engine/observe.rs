@@ -1,0 +1,402 @@
+//! Request observation, for every transport: one structured `tracing` event per
+//! request (target [`REQUEST_TARGET`], level `info`) and, with the `metrics` feature and
+//! a [`Metrics`](crate::metrics::Metrics) handle on the runtime, the Prometheus series.
+//!
+//! A transport opens a [`Record`] when a message arrives, says what it learnt (the
+//! admitted call, the outcome, the HTTP status) and drops it when the answer is sent:
+//! the drop emits the event and counts the request, so every request is seen once
+//! whatever path it leaves by. When neither the event nor metrics are wanted, no record
+//! is made: the disabled path is one filter check, with no allocation.
+//!
+//! Nothing secret is recorded: no argument values, no tokens, no `_meta` contents; the
+//! principal's subject only.
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::protocol::{Method, RequestId, RpcError};
+use crate::router::Call;
+use crate::runtime::Runtime;
+use crate::runtime::context::Principal;
+
+/// The `tracing` target of the per-request events.
+pub const REQUEST_TARGET: &str = "snodo::request";
+
+/// Longest component name (or URI) a record keeps, in bytes.
+const MAX_NAME: usize = 200;
+
+/// The transport a request arrived on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Transport {
+    Http,
+    Stdio,
+}
+
+impl Transport {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Stdio => "stdio",
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) enum Outcome {
+    /// Answered with a result (or accepted: a notification, a client's answer).
+    #[default]
+    Ok,
+    /// Answered with a tool result that reports an error (`isError`, a tool's own
+    /// limits included).
+    ToolError,
+    /// Answered with a JSON-RPC error.
+    Error,
+    /// Refused before execution (admission, authentication, limits, overload).
+    Refused,
+    /// The deadline passed.
+    Timeout,
+    /// Cancelled (by the client, its disconnection, or shutdown): no result.
+    Cancelled,
+}
+
+impl Outcome {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ToolError => "tool_error",
+            Self::Error => "error",
+            Self::Refused => "refused",
+            Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What every request of one engine observes with.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Observe {
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::metrics::Metrics>,
+}
+
+impl Observe {
+    pub(crate) fn new(runtime: &Runtime) -> Self {
+        let _ = runtime;
+        Self {
+            #[cfg(feature = "metrics")]
+            metrics: runtime.inner.metrics.clone(),
+        }
+    }
+
+    fn metrics_on(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        {
+            self.metrics.is_some()
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            false
+        }
+    }
+
+    /// A record for a message that just arrived (`bytes_in`: its size), or `None` when
+    /// nothing observes requests.
+    pub(crate) fn begin(&self, transport: Transport, bytes_in: usize) -> Option<Record> {
+        let log = tracing::enabled!(target: REQUEST_TARGET, tracing::Level::INFO);
+        if !log && !self.metrics_on() {
+            return None;
+        }
+        Some(Record {
+            observe: self.clone(),
+            log,
+            transport,
+            start: Instant::now(),
+            method: None,
+            method_name: None,
+            name: None,
+            known_name: false,
+            dialect: None,
+            principal: None,
+            id: None,
+            outcome: Outcome::Ok,
+            code: None,
+            status: None,
+            limit: None,
+            bytes_in,
+            bytes_out: 0,
+        })
+    }
+
+    /// Counts a stream (`"sse"`, `"listen"`) open while the returned guard lives.
+    pub(crate) fn stream(&self, kind: &'static str) -> Gauged {
+        #[cfg(feature = "metrics")]
+        {
+            Gauged::new(self.metrics.as_ref().map(|m| m.stream_gauge(kind)))
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = kind;
+            Gauged {}
+        }
+    }
+
+    /// Counts an executing request while the guard lives.
+    pub(crate) fn in_flight(&self) -> Gauged {
+        #[cfg(feature = "metrics")]
+        {
+            Gauged::new(self.metrics.as_ref().map(|m| m.in_flight_gauge()))
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            Gauged {}
+        }
+    }
+
+    /// Counts a request waiting for an execution slot while the guard lives.
+    pub(crate) fn queued(&self) -> Gauged {
+        #[cfg(feature = "metrics")]
+        {
+            Gauged::new(self.metrics.as_ref().map(|m| m.queued_gauge()))
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            Gauged {}
+        }
+    }
+}
+
+/// A gauge held up by one while this lives (nothing without metrics).
+#[derive(Debug)]
+#[must_use]
+pub(crate) struct Gauged {
+    #[cfg(feature = "metrics")]
+    gauge: Option<prometheus_client::metrics::gauge::Gauge>,
+}
+
+#[cfg(feature = "metrics")]
+impl Gauged {
+    fn new(gauge: Option<prometheus_client::metrics::gauge::Gauge>) -> Self {
+        if let Some(g) = &gauge {
+            g.inc();
+        }
+        Self { gauge }
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl Drop for Gauged {
+    fn drop(&mut self) {
+        if let Some(g) = &self.gauge {
+            g.dec();
+        }
+    }
+}
+
+/// One request being observed; dropping it emits the event and counts the request.
+#[derive(Debug)]
+pub(crate) struct Record {
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    observe: Observe,
+    log: bool,
+    pub(crate) transport: Transport,
+    start: Instant,
+    pub(crate) method: Option<Method>,
+    /// The method as sent, when the request was not admitted (unknown methods too).
+    method_name: Option<Box<str>>,
+    /// The tool or prompt name, or the resource URI (truncated).
+    pub(crate) name: Option<Box<str>>,
+    /// Whether `name` is in the catalogue (only such names become metric labels).
+    pub(crate) known_name: bool,
+    pub(crate) dialect: Option<&'static str>,
+    pub(crate) principal: Option<Principal>,
+    pub(crate) id: Option<RequestId>,
+    pub(crate) outcome: Outcome,
+    pub(crate) code: Option<i64>,
+    pub(crate) status: Option<u16>,
+    /// Which of the tool's own limits stopped the call (`rate`, `concurrency`, `timeout`).
+    pub(crate) limit: Option<&'static str>,
+    bytes_in: usize,
+    bytes_out: usize,
+}
+
+impl Record {
+    /// The size of the message, once read (HTTP reads the body after admission).
+    pub(crate) fn set_bytes_in(&mut self, n: usize) {
+        self.bytes_in = n;
+    }
+
+    /// Bytes written for this request.
+    pub(crate) fn add_bytes_out(&mut self, n: usize) {
+        self.bytes_out += n;
+    }
+
+    /// The method of a message that was not admitted (or not a request).
+    pub(crate) fn method_name(&mut self, method: &str) {
+        let parsed = Method::parse(method);
+        self.method = Some(parsed);
+        if parsed == Method::Unknown {
+            self.method_name = Some(truncate(method).into());
+        }
+    }
+
+    /// The admitted request.
+    pub(crate) fn admitted(&mut self, id: &RequestId, call: &Call, principal: Option<&Principal>) {
+        self.method = Some(call.method);
+        if call.method == Method::Unknown {
+            self.method_name = Some(truncate(&call.method_name).into());
+        }
+        self.dialect = Some(call.dialect.version());
+        self.id = Some(id.clone());
+        self.principal = principal.cloned();
+        if let Some(field) = call.method.name_field() {
+            if let Some(name) = call.params.get(field).and_then(Value::as_str) {
+                self.known_name = match call.method {
+                    Method::ToolsCall => call.catalogue.tool(name).is_some(),
+                    Method::PromptsGet => call.catalogue.prompt(name).is_some(),
+                    Method::ResourcesRead => call.catalogue.resource(name).is_some(),
+                    _ => false,
+                };
+                self.name = Some(truncate(name).into());
+            }
+        }
+    }
+
+    /// Answered with this JSON-RPC error.
+    pub(crate) fn error(&mut self, e: &RpcError) {
+        self.outcome = Outcome::Error;
+        self.code = Some(e.code().0);
+    }
+
+    /// Refused before execution, answered with this error.
+    pub(crate) fn refused(&mut self, e: &RpcError) {
+        self.outcome = Outcome::Refused;
+        self.code = Some(e.code().0);
+    }
+
+    /// A request that got no result (refused, no capacity, deadline passed).
+    pub(crate) fn failure(&mut self, failure: &super::Failure) {
+        match failure {
+            super::Failure::Error(e) => self.error(e),
+            super::Failure::Overloaded(e) => self.refused(e),
+            super::Failure::TimedOut => {
+                self.refused(&super::failure::timeout_error());
+                self.outcome = Outcome::Timeout;
+            }
+        }
+    }
+
+    /// The HTTP status of the answer: a refusal when it is an error status and nothing
+    /// more precise was said.
+    pub(crate) fn http_status(&mut self, status: u16) {
+        self.status = Some(status);
+        if status >= 400 && self.outcome == Outcome::Ok {
+            self.outcome = Outcome::Refused;
+        }
+    }
+
+    fn method_str(&self) -> &str {
+        match (&self.method_name, self.method) {
+            (Some(name), _) => name,
+            (None, Some(m)) => m.as_str(),
+            (None, None) => "-",
+        }
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        let elapsed = self.start.elapsed();
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.observe.metrics {
+            m.observe(self, elapsed);
+        }
+        if self.log {
+            tracing::info!(
+                target: REQUEST_TARGET,
+                transport = self.transport.as_str(),
+                method = self.method_str(),
+                name = self.name.as_deref(),
+                dialect = self.dialect,
+                principal = self.principal.as_ref().map(Principal::id),
+                id = self.id.as_ref().map(tracing::field::display),
+                outcome = self.outcome.as_str(),
+                code = self.code,
+                status = self.status,
+                limit = self.limit,
+                duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+                bytes_in = self.bytes_in,
+                bytes_out = self.bytes_out,
+                "request"
+            );
+        }
+    }
+}
+
+/// At most [`MAX_NAME`] bytes of `s`, cut at a character boundary.
+fn truncate(s: &str) -> &str {
+    if s.len() <= MAX_NAME {
+        return s;
+    }
+    let mut end = MAX_NAME;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The record's metric labels, for the metrics module.
+#[cfg(feature = "metrics")]
+impl Record {
+    pub(crate) fn label_method(&self) -> &'static str {
+        self.method.map_or("-", Method::as_str)
+    }
+
+    pub(crate) fn label_name(&self) -> &str {
+        if self.known_name {
+            self.name.as_deref().unwrap_or_default()
+        } else {
+            ""
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The disabled path: no subscriber wants the event and no metrics are configured,
+    /// so no record (and no allocation) is made.
+    #[test]
+    fn nothing_is_recorded_when_nothing_observes() {
+        let observe = Observe::default();
+        assert!(observe.begin(Transport::Http, 10).is_none());
+        // A subscriber that wants everything but the request events.
+        let quiet = tracing_subscriber_stub::OnlyWarnings;
+        tracing::subscriber::with_default(quiet, || {
+            assert!(observe.begin(Transport::Stdio, 10).is_none());
+        });
+    }
+
+    /// A minimal subscriber enabled for `warn` and above only.
+    mod tracing_subscriber_stub {
+        use tracing::span::{Attributes, Id, Record};
+        use tracing::{Event, Level, Metadata, Subscriber};
+
+        pub(super) struct OnlyWarnings;
+
+        impl Subscriber for OnlyWarnings {
+            fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+                *metadata.level() <= Level::WARN
+            }
+            fn new_span(&self, _: &Attributes<'_>) -> Id {
+                Id::from_u64(1)
+            }
+            fn record(&self, _: &Id, _: &Record<'_>) {}
+            fn record_follows_from(&self, _: &Id, _: &Id) {}
+            fn event(&self, _: &Event<'_>) {}
+            fn enter(&self, _: &Id) {}
+            fn exit(&self, _: &Id) {}
+        }
+    }
+}

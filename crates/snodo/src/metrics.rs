@@ -1,0 +1,257 @@
+//! Prometheus metrics (feature `metrics`), in the text exposition format.
+//!
+//! Give a [`Metrics`] handle to the runtime ([`RuntimeBuilder::metrics`]) and every
+//! transport (HTTP, stdio) counts into it; expose it with [`Metrics::serve`] on a port of
+//! its own, or mount [`Metrics::response`] in your own router.
+//!
+//! | series | kind | labels |
+//! |---|---|---|
+//! | `snodo_requests_total` | counter | `transport`, `method`, `name`, `outcome` |
+//! | `snodo_request_duration_seconds` | histogram | `transport`, `method` |
+//! | `snodo_requests_in_flight` | gauge | |
+//! | `snodo_requests_queued` | gauge | |
+//! | `snodo_refusals_total` | counter | `transport`, `reason` (the HTTP status, or the JSON-RPC code on stdio; `tool_rate`, `tool_concurrency`, `tool_timeout` for a tool's own limits) |
+//! | `snodo_open_streams` | gauge | `kind` (`sse`, `listen`) |
+//!
+//! `name` is the tool or prompt name, or the resource URI, only when the catalogue holds
+//! it (else empty): a client cannot grow the label set with names it makes up. `outcome`
+//! is `ok`, `tool_error` (a tool result with `isError`, a tool's own limits included),
+//! `error`, `refused`, `timeout` or `cancelled`.
+//!
+//! [`RuntimeBuilder::metrics`]: crate::RuntimeBuilder::metrics
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::engine::observe::{Outcome, Record};
+use crate::http::Body;
+
+/// The content type of [`Metrics::encode`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The path [`Metrics::serve`] answers on.
+pub const METRICS_PATH: &str = "/metrics";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    transport: &'static str,
+    method: &'static str,
+    name: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DurationLabels {
+    transport: &'static str,
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    transport: &'static str,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamLabels {
+    kind: &'static str,
+}
+
+type Histograms = Family<DurationLabels, Histogram, fn() -> Histogram>;
+
+#[derive(Debug)]
+struct Inner {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    duration: Histograms,
+    in_flight: Gauge,
+    queued: Gauge,
+    refusals: Family<RefusalLabels, Counter>,
+    streams: Family<StreamLabels, Gauge>,
+}
+
+/// The Prometheus series of one server (cheap to clone: a shared handle).
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    // 100 µs to ~6.5 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 17))
+}
+
+impl Metrics {
+    /// A fresh set of series in a registry of its own.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let duration: Histograms = Family::new_with_constructor(duration_histogram);
+        let in_flight = Gauge::default();
+        let queued = Gauge::default();
+        let refusals = Family::<RefusalLabels, Counter>::default();
+        let streams = Family::<StreamLabels, Gauge>::default();
+        registry.register(
+            "snodo_requests",
+            "MCP requests answered, by transport, method, component name and outcome",
+            requests.clone(),
+        );
+        registry.register(
+            "snodo_request_duration_seconds",
+            "Time from a request's arrival to its answer (queueing included)",
+            duration.clone(),
+        );
+        registry.register(
+            "snodo_requests_in_flight",
+            "Requests executing now",
+            in_flight.clone(),
+        );
+        registry.register(
+            "snodo_requests_queued",
+            "Requests waiting for an execution slot",
+            queued.clone(),
+        );
+        registry.register(
+            "snodo_refusals",
+            "Requests refused, by reason (HTTP status; JSON-RPC code on stdio)",
+            refusals.clone(),
+        );
+        registry.register(
+            "snodo_open_streams",
+            "Open response streams: SSE answers and subscriptions/listen",
+            streams.clone(),
+        );
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                requests,
+                duration,
+                in_flight,
+                queued,
+                refusals,
+                streams,
+            }),
+        }
+    }
+
+    /// The series in the text exposition format ([`CONTENT_TYPE`]).
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
+        out
+    }
+
+    /// A `200` answer carrying [`encode`](Self::encode): mount it at `/metrics` in your
+    /// own router.
+    #[must_use]
+    pub fn response(&self) -> Response<Body> {
+        let mut r = Response::new(Body::full(Bytes::from(self.encode())));
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        r
+    }
+
+    /// Serves [`METRICS_PATH`] on `listener` (GET; any other path is 404) until the
+    /// listener fails.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        use hyper::server::conn::http1;
+        use hyper::service::service_fn;
+        use hyper_util::rt::TokioIo;
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let metrics = self.clone();
+            let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let metrics = metrics.clone();
+                async move {
+                    let resp = if req.uri().path() == METRICS_PATH
+                        && matches!(*req.method(), http::Method::GET | http::Method::HEAD)
+                    {
+                        metrics.response()
+                    } else {
+                        let mut r = Response::new(Body::empty());
+                        *r.status_mut() = StatusCode::NOT_FOUND;
+                        r
+                    };
+                    Ok::<_, std::convert::Infallible>(resp)
+                }
+            });
+            tokio::spawn(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    }
+
+    pub(crate) fn in_flight_gauge(&self) -> Gauge {
+        self.inner.in_flight.clone()
+    }
+
+    pub(crate) fn queued_gauge(&self) -> Gauge {
+        self.inner.queued.clone()
+    }
+
+    pub(crate) fn stream_gauge(&self, kind: &'static str) -> Gauge {
+        self.inner
+            .streams
+            .get_or_create(&StreamLabels { kind })
+            .clone()
+    }
+
+    /// Counts a finished request.
+    pub(crate) fn observe(&self, record: &Record, elapsed: Duration) {
+        let transport = record.transport.as_str();
+        let method = record.label_method();
+        self.inner
+            .requests
+            .get_or_create(&RequestLabels {
+                transport,
+                method,
+                name: record.label_name().to_owned(),
+                outcome: record.outcome.as_str(),
+            })
+            .inc();
+        self.inner
+            .duration
+            .get_or_create(&DurationLabels { transport, method })
+            .observe(elapsed.as_secs_f64());
+        if let Some(limit) = record.limit {
+            // A tool's own limit: the answer is a tool error, the refusal is counted.
+            self.inner
+                .refusals
+                .get_or_create(&RefusalLabels {
+                    transport,
+                    reason: format!("tool_{limit}"),
+                })
+                .inc();
+        } else if matches!(record.outcome, Outcome::Refused | Outcome::Timeout) {
+            let reason = match (record.status, record.code) {
+                (Some(status), _) => status.to_string(),
+                (None, Some(code)) => code.to_string(),
+                (None, None) => record.outcome.as_str().to_owned(),
+            };
+            self.inner
+                .refusals
+                .get_or_create(&RefusalLabels { transport, reason })
+                .inc();
+        }
+    }
+}

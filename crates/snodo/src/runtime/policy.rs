@@ -1,0 +1,230 @@
+//! Per-tool policy: a timeout, a concurrency limit and a rate limit keyed by principal,
+//! each enforced on the tool's own calls (after its arguments validate).
+//!
+//! A call a limit stops is answered with a **tool error** (`isError: true`): a text the
+//! model can read and act on, and `_meta["io.snodo/limit"]` =
+//! `{"reason": "rate" | "concurrency" | "timeout", "retryAfterMs": N?}` for clients that
+//! retry on their own. It is not a JSON-RPC error: the protocol worked, the tool
+//! declined, exactly like a tool that fails.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use crate::model::ToolResult;
+use crate::runtime::context::Principal;
+
+/// The `_meta` key of a limit's details on the tool error it answers with.
+pub const LIMIT_META_KEY: &str = "io.snodo/limit";
+
+/// Most principals a rate limit tracks at once; past it, idle ones are forgotten.
+const MAX_TRACKED: usize = 10_000;
+
+/// At most `calls` calls per `per`, for each principal (anonymous callers share one
+/// budget), with bursts up to `calls`: a token bucket refilled continuously.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    calls: u32,
+    per: Duration,
+}
+
+impl RateLimit {
+    /// `calls` calls per `per` per principal (`calls` ≥ 1; `per` > 0).
+    #[must_use]
+    pub fn per_principal(calls: u32, per: Duration) -> Self {
+        Self {
+            calls: calls.max(1),
+            per: per.max(Duration::from_millis(1)),
+        }
+    }
+
+    fn per_second(self) -> f64 {
+        f64::from(self.calls) / self.per.as_secs_f64()
+    }
+}
+
+/// What a tool's calls are held to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Policy {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_concurrent: Option<usize>,
+    pub(crate) rate: Option<RateLimit>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// A policy and its state, shared by every catalogue that holds the tool.
+#[derive(Debug)]
+pub(crate) struct Enforcer {
+    policy: Policy,
+    slots: Option<Arc<Semaphore>>,
+    buckets: Mutex<HashMap<Arc<str>, Bucket>>,
+}
+
+/// Why a call was stopped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Limited {
+    Rate { retry_after: Duration },
+    Concurrency { max: usize },
+    Timeout { after: Duration },
+}
+
+/// Held while a call runs (its concurrency slot).
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Enforcer {
+    pub(crate) fn new(policy: Policy) -> Self {
+        Self {
+            policy,
+            slots: policy
+                .max_concurrent
+                .map(|n| Arc::new(Semaphore::new(n.max(1)))),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The call's deadline, if the tool has one.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.policy.timeout
+    }
+
+    /// Admits a call by `principal`, or says which limit stops it. The concurrency
+    /// slot is taken before the rate budget, so a refused call spends no budget.
+    pub(crate) fn admit(&self, principal: Option<&Principal>) -> Result<Admitted, Limited> {
+        let slot = match &self.slots {
+            None => None,
+            Some(s) => {
+                Some(
+                    Arc::clone(s)
+                        .try_acquire_owned()
+                        .map_err(|_| Limited::Concurrency {
+                            max: self.policy.max_concurrent.unwrap_or(1),
+                        })?,
+                )
+            }
+        };
+        if let Some(rate) = self.policy.rate {
+            self.spend(rate, principal.map_or("", Principal::id))?;
+        }
+        Ok(Admitted { _slot: slot })
+    }
+
+    fn spend(&self, rate: RateLimit, key: &str) -> Result<(), Limited> {
+        let now = Instant::now();
+        let capacity = f64::from(rate.calls);
+        let per_second = rate.per_second();
+        let Ok(mut buckets) = self.buckets.lock() else {
+            return Ok(());
+        };
+        if !buckets.contains_key(key) && buckets.len() >= MAX_TRACKED {
+            // Forget the principals whose budget is whole again; if all are busy,
+            // start over (briefly generous rather than unbounded).
+            buckets.retain(|_, b| {
+                b.tokens + now.duration_since(b.at).as_secs_f64() * per_second < capacity
+            });
+            if buckets.len() >= MAX_TRACKED {
+                buckets.clear();
+            }
+        }
+        let bucket = buckets.entry(key.into()).or_insert(Bucket {
+            tokens: capacity,
+            at: now,
+        });
+        let refilled = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * per_second)
+            .min(capacity);
+        bucket.at = now;
+        if refilled >= 1.0 {
+            bucket.tokens = refilled - 1.0;
+            Ok(())
+        } else {
+            bucket.tokens = refilled;
+            let wait = (1.0 - refilled) / per_second;
+            Err(Limited::Rate {
+                retry_after: Duration::from_secs_f64(wait).max(Duration::from_millis(1)),
+            })
+        }
+    }
+}
+
+impl Limited {
+    /// The tool error a stopped call is answered with.
+    pub(crate) fn tool_result(self, tool: &str) -> ToolResult {
+        let (text, details) = match self {
+            Self::Rate { retry_after } => {
+                let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+                (
+                    format!("Tool {tool} is rate limited for this caller: retry after {ms} ms."),
+                    json!({"reason": "rate", "retryAfterMs": ms}),
+                )
+            }
+            Self::Concurrency { max } => (
+                format!(
+                    "Tool {tool} is busy: it runs at most {max} call(s) at once. Retry shortly."
+                ),
+                json!({"reason": "concurrency"}),
+            ),
+            Self::Timeout { after } => {
+                let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+                (
+                    format!("Tool {tool} did not finish within its {ms} ms limit."),
+                    json!({"reason": "timeout", "timeoutMs": ms}),
+                )
+            }
+        };
+        ToolResult::error(text).with_meta(LIMIT_META_KEY, details)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn rate_buckets_refill_per_principal() {
+        let e = Enforcer::new(Policy {
+            rate: Some(RateLimit::per_principal(2, Duration::from_millis(200))),
+            ..Policy::default()
+        });
+        let alice = Principal::new("alice");
+        assert!(e.admit(Some(&alice)).is_ok());
+        assert!(e.admit(Some(&alice)).is_ok());
+        let Err(Limited::Rate { retry_after }) = e.admit(Some(&alice)) else {
+            panic!("the third call in a second is limited");
+        };
+        assert!(retry_after <= Duration::from_millis(100), "{retry_after:?}");
+        assert!(
+            e.admit(Some(&Principal::new("bob"))).is_ok(),
+            "per principal"
+        );
+        assert!(
+            e.admit(None).is_ok(),
+            "anonymous callers have their own budget"
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(e.admit(Some(&alice)).is_ok(), "refilled");
+    }
+
+    #[test]
+    fn concurrency_slots_are_released() {
+        let e = Enforcer::new(Policy {
+            max_concurrent: Some(1),
+            ..Policy::default()
+        });
+        let first = e.admit(None);
+        assert!(first.is_ok());
+        assert_eq!(e.admit(None).err(), Some(Limited::Concurrency { max: 1 }));
+        drop(first);
+        assert!(e.admit(None).is_ok());
+    }
+}
