@@ -1,4 +1,4 @@
-//! OAuth 2.1 resource server for [snodo](snodo) MCP endpoints (MCP `basic/authorization`,
+//! OAuth 2.1 resource server for [snodo] MCP endpoints (MCP `basic/authorization`,
 //! RFC 9728, RFC 8707, RFC 6750, RFC 7662).
 //!
 //! - [`ResourceServer`] validates bearer tokens on every request — JWTs against the
