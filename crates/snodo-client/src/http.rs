@@ -1,0 +1,397 @@
+//! Streamable HTTP: one POST per message; JSON or SSE answers; `Mcp-Session-Id` from
+//! servers that issue one (echoed, `DELETE` at close); a broken SSE answer resumed with
+//! `GET` + `Last-Event-ID` after the server's `retry` delay (initialize era).
+//!
+//! The same code drives a real socket (hyper's client) and an in-process
+//! [`McpService`](snodo::http::McpService): both are a [`Sender`].
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use http::header::{ACCEPT, CONTENT_TYPE, HOST};
+use http::{HeaderMap, HeaderName, HeaderValue, Method as HttpMethod, Request, Response, Uri};
+use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
+use serde_json::Value;
+use snodo::protocol::RequestId;
+
+use crate::error::ClientError;
+use crate::sse::{MAX_EVENT, SseReader};
+use crate::transport::{BoxFuture, Messages, Outgoing, Transport};
+
+/// A response body from either sender.
+pub(crate) type HttpBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
+const VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// How many times one broken SSE answer is resumed.
+const MAX_RESUMES: usize = 5;
+
+/// Sends one HTTP request and returns the response head and body.
+pub(crate) trait Sender: Send + Sync + 'static {
+    fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> BoxFuture<'static, Result<Response<HttpBody>, ClientError>>;
+}
+
+/// hyper's pooled HTTP/1.1 client.
+pub(crate) struct Hyper(
+    hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+);
+
+impl Hyper {
+    pub(crate) fn new() -> Self {
+        Self(
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http(),
+        )
+    }
+}
+
+impl Sender for Hyper {
+    fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> BoxFuture<'static, Result<Response<HttpBody>, ClientError>> {
+        let fut = self.0.request(req);
+        Box::pin(async move {
+            fut.await
+                .map(|r| r.map(|b| b.map_err(Into::into).boxed()))
+                .map_err(|e| {
+                    use std::error::Error as _;
+                    let cause = e.source().map(|s| format!(": {s}")).unwrap_or_default();
+                    ClientError::Transport(format!("{e}{cause}"))
+                })
+        })
+    }
+}
+
+/// An [`McpService`](snodo::http::McpService) called directly, no socket.
+pub(crate) struct InProcess(pub(crate) snodo::http::McpService);
+
+impl Sender for InProcess {
+    fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> BoxFuture<'static, Result<Response<HttpBody>, ClientError>> {
+        let svc = self.0.clone();
+        Box::pin(async move {
+            let resp = svc.handle(req).await;
+            Ok(resp.map(|b| b.map_err(|never| match never {}).boxed()))
+        })
+    }
+}
+
+/// The Streamable HTTP connector.
+pub(crate) struct HttpTransport {
+    sender: Arc<dyn Sender>,
+    url: Uri,
+    host: Option<HeaderValue>,
+    extra: HeaderMap,
+    session: Mutex<Option<HeaderValue>>,
+    version: Mutex<Option<String>>,
+}
+
+impl HttpTransport {
+    pub(crate) fn new(sender: Arc<dyn Sender>, url: Uri, extra: HeaderMap) -> Self {
+        let host = url
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
+        Self {
+            sender,
+            url,
+            host,
+            extra,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+        }
+    }
+
+    fn session(&self) -> Option<HeaderValue> {
+        self.session.lock().ok().and_then(|s| s.clone())
+    }
+
+    fn base(&self, method: HttpMethod, version: Option<&str>) -> http::request::Builder {
+        let mut b = Request::builder().method(method).uri(self.url.clone());
+        if let Some(h) = &self.host {
+            b = b.header(HOST, h.clone());
+        }
+        for (k, v) in &self.extra {
+            b = b.header(k, v);
+        }
+        if let Some(v) = version.and_then(|v| HeaderValue::from_str(v).ok()) {
+            b = b.header(VERSION, v);
+        }
+        if let Some(s) = self.session() {
+            b = b.header(SESSION, s);
+        }
+        b
+    }
+
+    fn post(&self, out: &Outgoing) -> Result<Request<Full<Bytes>>, ClientError> {
+        if let (Some(v), Ok(mut last)) = (&out.version, self.version.lock()) {
+            *last = Some(v.clone());
+        }
+        let mut b = self
+            .base(HttpMethod::POST, out.version.as_deref())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, ACCEPT_BOTH);
+        if out.mirrors {
+            b = b.header("mcp-method", &out.method);
+            if let Some(n) = &out.name {
+                b = b.header("mcp-name", n);
+            }
+            for (k, v) in &out.param_headers {
+                b = b.header(format!("mcp-param-{k}"), v);
+            }
+        }
+        b.body(Full::new(out.body.clone()))
+            .map_err(ClientError::transport)
+    }
+
+    async fn exchange(&self, out: &Outgoing) -> Result<Response<HttpBody>, ClientError> {
+        let resp = self.sender.send(self.post(out)?).await?;
+        if out.method == "initialize" {
+            if let (Some(s), Ok(mut slot)) = (resp.headers().get(SESSION), self.session.lock()) {
+                *slot = Some(s.clone());
+            }
+        }
+        Ok(resp)
+    }
+
+    fn resumer(&self) -> Resumer {
+        Resumer {
+            sender: self.sender.clone(),
+            base: {
+                let b = self.base(HttpMethod::GET, self.version.lock().ok().and_then(|v| v.clone()).as_deref());
+                b.header(ACCEPT, "text/event-stream")
+            },
+        }
+    }
+}
+
+/// What a broken SSE answer needs to be resumed with `GET`.
+struct Resumer {
+    sender: Arc<dyn Sender>,
+    base: http::request::Builder,
+}
+
+impl Resumer {
+    async fn resume(&self, last_id: &str) -> Result<HttpBody, ClientError> {
+        let mut b = Request::builder().method(HttpMethod::GET);
+        if let Some(uri) = self.base.uri_ref() {
+            b = b.uri(uri.clone());
+        }
+        if let Some(h) = self.base.headers_ref() {
+            for (k, v) in h {
+                b = b.header(k, v);
+            }
+        }
+        let req = b
+            .header(LAST_EVENT_ID, last_id)
+            .body(Full::new(Bytes::new()))
+            .map_err(ClientError::transport)?;
+        let resp = self.sender.send(req).await?;
+        if !resp.status().is_success() || !is_sse(resp.headers()) {
+            return Err(ClientError::Transport(format!(
+                "resuming the stream failed: HTTP {}",
+                resp.status()
+            )));
+        }
+        Ok(resp.into_body())
+    }
+}
+
+fn is_sse(h: &HeaderMap) -> bool {
+    h.get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+async fn read_all(body: HttpBody) -> Result<Bytes, ClientError> {
+    let limited = http_body_util::Limited::new(body, MAX_EVENT);
+    limited
+        .collect()
+        .await
+        .map(http_body_util::Collected::to_bytes)
+        .map_err(ClientError::transport)
+}
+
+fn push_messages(v: Value, into: &mut VecDeque<Value>) {
+    match v {
+        Value::Array(items) => into.extend(items),
+        other => into.push_back(other),
+    }
+}
+
+fn answers(v: &Value, id: Option<&RequestId>) -> bool {
+    let Some(id) = id else { return false };
+    v.get("method").is_none()
+        && (v.get("result").is_some() || v.get("error").is_some())
+        && v.get("id")
+            .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok())
+            .as_ref()
+            == Some(id)
+}
+
+struct SseState {
+    body: HttpBody,
+    reader: SseReader,
+    queue: VecDeque<Value>,
+    id: Option<RequestId>,
+    done: bool,
+    resumer: Resumer,
+    resumes: usize,
+}
+
+fn sse_messages(body: HttpBody, id: Option<RequestId>, resumer: Resumer) -> Messages {
+    let st = SseState {
+        body,
+        reader: SseReader::default(),
+        queue: VecDeque::new(),
+        id,
+        done: false,
+        resumer,
+        resumes: 0,
+    };
+    futures_util::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(v) = st.queue.pop_front() {
+                if answers(&v, st.id.as_ref()) {
+                    st.done = true;
+                    st.queue.clear();
+                }
+                return Some((Ok(v), st));
+            }
+            if st.done {
+                return None;
+            }
+            let broken = match st.body.frame().await {
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else { continue };
+                    match st.reader.feed(&data) {
+                        Ok(events) => {
+                            for e in events {
+                                if e.trim().is_empty() {
+                                    continue;
+                                }
+                                match serde_json::from_str::<Value>(&e) {
+                                    Ok(v) => push_messages(v, &mut st.queue),
+                                    Err(err) => {
+                                        st.done = true;
+                                        return Some((
+                                            Err(ClientError::Transport(format!(
+                                                "an SSE event is not JSON: {err}"
+                                            ))),
+                                            st,
+                                        ));
+                                    }
+                                }
+                            }
+                            continue;
+                        }
+                        Err(e) => {
+                            st.done = true;
+                            return Some((Err(ClientError::Transport(e)), st));
+                        }
+                    }
+                }
+                Some(Err(e)) => Some(e.to_string()),
+                None => None,
+            };
+            // The stream ended (or broke) before the answer: resume when the server
+            // gave event ids, else end here (the caller reports the missing answer).
+            let last = st.reader.last_id.clone();
+            match last {
+                Some(last) if st.id.is_some() && st.resumes < MAX_RESUMES => {
+                    st.resumes += 1;
+                    let delay = st.reader.retry.unwrap_or(Duration::from_secs(1));
+                    tokio::time::sleep(delay).await;
+                    match st.resumer.resume(&last).await {
+                        Ok(body) => st.body = body,
+                        Err(e) => {
+                            st.done = true;
+                            return Some((Err(e), st));
+                        }
+                    }
+                }
+                _ => {
+                    st.done = true;
+                    if let Some(e) = broken {
+                        return Some((Err(ClientError::Transport(e)), st));
+                    }
+                    return None;
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+impl Transport for HttpTransport {
+    fn request(&self, out: Outgoing) -> BoxFuture<'_, Result<Messages, ClientError>> {
+        Box::pin(async move {
+            let resp = self.exchange(&out).await?;
+            let status = resp.status();
+            if status.is_success() && is_sse(resp.headers()) {
+                return Ok(sse_messages(resp.into_body(), out.id, self.resumer()));
+            }
+            let bytes = read_all(resp.into_body()).await?;
+            if bytes.is_empty() && status.is_success() {
+                return Ok(futures_util::stream::empty().boxed());
+            }
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(v) if v.is_object() || v.is_array() => {
+                    let mut q = VecDeque::new();
+                    push_messages(v, &mut q);
+                    Ok(futures_util::stream::iter(q.into_iter().map(Ok)).boxed())
+                }
+                _ => Err(ClientError::Http {
+                    status: status.as_u16(),
+                    body: String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned(),
+                }),
+            }
+        })
+    }
+
+    fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<(), ClientError>> {
+        Box::pin(async move {
+            let resp = self.exchange(&out).await?;
+            let status = resp.status();
+            let bytes = read_all(resp.into_body()).await.unwrap_or_default();
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(ClientError::Http {
+                    status: status.as_u16(),
+                    body: String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned(),
+                })
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.session().is_none() {
+                return;
+            }
+            let version = self.version.lock().ok().and_then(|v| v.clone());
+            if let Ok(req) = self
+                .base(HttpMethod::DELETE, version.as_deref())
+                .body(Full::new(Bytes::new()))
+            {
+                if let Ok(resp) = self.sender.send(req).await {
+                    let _ = read_all(resp.into_body()).await;
+                }
+            }
+            if let Ok(mut s) = self.session.lock() {
+                *s = None;
+            }
+        })
+    }
+}
