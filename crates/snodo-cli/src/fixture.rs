@@ -470,7 +470,9 @@ pub(crate) fn runtime(
     state_key: Option<Vec<u8>>,
     page_size: usize,
 ) -> Result<Runtime, BuildError> {
-    let stateless_only = protocols.iter().all(|d| d.is_stateless());
+    let stateless_only = protocols
+        .iter()
+        .all(|d| d.serves(snodo::protocol::Method::SubscriptionsListen));
     let mut builder = Runtime::builder("snodo-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .title("snodo conformance fixture")
         .instructions("Fixture for the official MCP conformance runner.")

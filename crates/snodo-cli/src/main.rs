@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use snodo::http::{HttpConfig, Server};
-use snodo::protocol::{Dialect, V2025_06_18, V2025_11_25, V2026_07_28};
+use snodo::protocol::{Dialect, dialect};
 
 #[derive(Parser, Debug)]
 #[command(name = "snodo", version, about = "A stateless MCP server runtime")]
@@ -45,9 +45,22 @@ enum Command {
         /// Folder to expose (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
-        /// Also speak the initialize-era revisions 2025-11-25 and 2025-06-18.
+        /// Enabled protocol versions, comma-separated, in preference order (default:
+        /// every version snodo speaks, so that every client connects).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "2026-07-28,2025-11-25,2025-06-18,2025-03-26",
+            conflicts_with = "legacy"
+        )]
+        protocols: Vec<String>,
+        /// Every version snodo speaks (the default; kept as an alias of the full
+        /// `--protocols` list).
         #[arg(long)]
         legacy: bool,
+        /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
+        #[arg(long)]
+        stdio: bool,
     },
     /// Serve the official conformance fixture.
     Fixture {
@@ -67,6 +80,9 @@ enum Command {
         /// Items per list page.
         #[arg(long, default_value_t = 100)]
         page_size: usize,
+        /// Speak MCP on stdin/stdout instead of HTTP.
+        #[arg(long)]
+        stdio: bool,
     },
 }
 
@@ -84,14 +100,13 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
         .iter()
         .map(|v| {
             let v = v.trim();
-            [&V2026_07_28, &V2025_11_25, &V2025_06_18]
-                .into_iter()
-                .find(|d| d.version() == v)
-                .ok_or_else(|| {
-                    format!(
-                        "unknown protocol version {v:?} (known: 2026-07-28, 2025-11-25, 2025-06-18)"
-                    )
-                })
+            Dialect::by_version(v).ok_or_else(|| {
+                let known: Vec<&str> = dialect::ALL.iter().map(|d| d.version()).collect();
+                format!(
+                    "unknown protocol version {v:?} (known: {})",
+                    known.join(", ")
+                )
+            })
         })
         .collect()
 }
@@ -105,23 +120,30 @@ async fn run(cli: Cli) -> Result<(), String> {
     if cli.any_host {
         config = config.any_host();
     }
-    let (runtime, addr, banner) = match cli.command {
-        Command::Serve { addr, root, legacy } => {
+    let (runtime, addr, banner, stdio) = match cli.command {
+        Command::Serve {
+            addr,
+            root,
+            protocols,
+            legacy,
+            stdio,
+        } => {
             let root = match root {
                 Some(r) => r,
                 None => std::env::current_dir()
                     .map_err(|e| format!("cannot read the current directory: {e}"))?,
             };
-            let protocols: Vec<&'static Dialect> = if legacy {
-                vec![&V2026_07_28, &V2025_11_25, &V2025_06_18]
+            let protocols = if legacy {
+                dialect::ALL.to_vec()
             } else {
-                vec![&V2026_07_28]
+                dialects(&protocols)?
             };
             let runtime = demo::runtime(&root, protocols, key)?;
             (
                 runtime,
                 addr,
                 format!("serving {} read-only", root.display()),
+                stdio,
             )
         }
         Command::Fixture {
@@ -129,6 +151,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             profile,
             page_size,
+            stdio,
         } => {
             let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size)
                 .map_err(|e| e.to_string())?;
@@ -136,9 +159,20 @@ async fn run(cli: Cli) -> Result<(), String> {
                 runtime,
                 addr,
                 format!("conformance fixture ({})", protocols.join(",")),
+                stdio,
             )
         }
     };
+    if stdio {
+        // stdout carries MCP messages only: the banner goes to stderr.
+        eprintln!(
+            "snodo {banner}: stdio (protocols: {})",
+            runtime.supported_versions().join(", ")
+        );
+        return snodo::stdio::serve(runtime)
+            .await
+            .map_err(|e| e.to_string());
+    }
     let server = Server::bind(runtime.clone(), addr, config)
         .await
         .map_err(|e| e.to_string())?;
@@ -170,7 +204,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cli)) {
+    let outcome = rt.block_on(run(cli));
+    // Do not wait for a blocked stdin read (stdio mode ended by a signal).
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("snodo: {e}");

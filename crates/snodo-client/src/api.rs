@@ -81,12 +81,17 @@ impl Client {
                         if let Some(Value::Array(items)) = r.get_mut(st.key).map(Value::take) {
                             st.items.extend(items);
                         }
-                        let next = r.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+                        let next = r
+                            .get("nextCursor")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
                         st.cursor = match next {
                             Some(n) if st.seen.insert(n.clone()) => Some(Some(n)),
                             Some(_) => {
                                 return Some((
-                                    Err(ClientError::Unexpected("the server repeated a cursor".into())),
+                                    Err(ClientError::Unexpected(
+                                        "the server repeated a cursor".into(),
+                                    )),
                                     st,
                                 ));
                             }
@@ -125,12 +130,20 @@ impl Client {
 
     /// Every prompt.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.list_all("prompts/list").await?.into_iter().map(decode).collect()
+        self.list_all("prompts/list")
+            .await?
+            .into_iter()
+            .map(decode)
+            .collect()
     }
 
     /// Every resource.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.list_all("resources/list").await?.into_iter().map(decode).collect()
+        self.list_all("resources/list")
+            .await?
+            .into_iter()
+            .map(decode)
+            .collect()
     }
 
     /// Every resource template.
@@ -143,8 +156,13 @@ impl Client {
     }
 
     /// Calls a tool. A tool that reports failure is `Ok` with `is_error` set.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
-        self.call_tool_with(name, arguments, &CallOptions::default()).await
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+            .await
     }
 
     /// [`call_tool`](Self::call_tool) with options (progress, timeout).
@@ -174,11 +192,18 @@ impl Client {
 
     /// Reads a resource.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        decode(self.request("resources/read", json!({ "uri": uri })).await?)
+        decode(
+            self.request("resources/read", json!({ "uri": uri }))
+                .await?,
+        )
     }
 
     /// Gets a prompt with string arguments.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult, ClientError> {
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<GetPromptResult, ClientError> {
         let mut p = Map::new();
         p.insert("name".into(), json!(name));
         if !arguments.is_null() {
@@ -249,9 +274,9 @@ impl Client {
                         {
                             Some(Ok(ServerEvent::from_notification(&method, &params)))
                         }
-                        Some(Incoming::Response { outcome: Err(e), .. }) => {
-                            Some(Err(ClientError::Protocol(e)))
-                        }
+                        Some(Incoming::Response {
+                            outcome: Err(e), ..
+                        }) => Some(Err(ClientError::Protocol(e))),
                         _ => None,
                     },
                 }

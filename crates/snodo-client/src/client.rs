@@ -223,7 +223,11 @@ impl ClientBuilder {
     }
 
     /// Starts `program args…` and speaks newline-delimited JSON-RPC on its stdio.
-    pub async fn connect_stdio(self, program: &str, args: &[String]) -> Result<Client, ClientError> {
+    pub async fn connect_stdio(
+        self,
+        program: &str,
+        args: &[String],
+    ) -> Result<Client, ClientError> {
         let t = StdioTransport::spawn(program, args)?;
         self.finish(t).await
     }
@@ -458,7 +462,8 @@ impl Client {
                 Err(e) => return Err(e),
                 Ok(result) => {
                     if st.stateless
-                        && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+                        && result.get("resultType").and_then(Value::as_str)
+                            == Some("input_required")
                     {
                         rounds += 1;
                         if rounds > self.inner.max_rounds {
@@ -471,7 +476,10 @@ impl Client {
                         let ttl = result.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
                         if ttl > 0 {
                             if let Ok(mut c) = cache.lock() {
-                                c.insert(k, (Instant::now() + Duration::from_millis(ttl), result.clone()));
+                                c.insert(
+                                    k,
+                                    (Instant::now() + Duration::from_millis(ttl), result.clone()),
+                                );
                             }
                         }
                     }
@@ -490,7 +498,10 @@ impl Client {
         let mut responses = Map::new();
         if let Some(reqs) = result.get("inputRequests").and_then(Value::as_object) {
             for (k, req) in reqs {
-                let method = req.get("method").and_then(Value::as_str).unwrap_or_default();
+                let method = req
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let p = req.get("params").cloned().unwrap_or(Value::Null);
                 if method != "ping" && self.inner.handlers.for_method(method).is_none() {
                     return Err(ClientError::NoHandler(method.to_owned()));
@@ -586,10 +597,16 @@ impl Client {
         let mut msgs = self.inner.transport.request(out).await?;
         while let Some(m) = msgs.next().await {
             match Incoming::classify(m?) {
-                Some(Incoming::Response { id: Some(rid), outcome }) if &rid == id => {
+                Some(Incoming::Response {
+                    id: Some(rid),
+                    outcome,
+                }) if &rid == id => {
                     return outcome.map_err(ClientError::Protocol);
                 }
-                Some(Incoming::Response { id: None, outcome: Err(e) }) => {
+                Some(Incoming::Response {
+                    id: None,
+                    outcome: Err(e),
+                }) => {
                     // An error the server could not tie to an id (e.g. a refused body).
                     return Err(ClientError::Protocol(e));
                 }
@@ -630,7 +647,9 @@ impl Client {
 /// The `MCP-Protocol-Version` header for a message: every 2026 message; initialize-era
 /// messages after `initialize` (2025-03-26 had no such header).
 pub(crate) fn header_version(st: &State, method: &str) -> Option<String> {
-    if st.version.is_empty() || (!st.stateless && (method == "initialize" || st.version == "2025-03-26")) {
+    if st.version.is_empty()
+        || (!st.stateless && (method == "initialize" || st.version == "2025-03-26"))
+    {
         None
     } else {
         Some(st.version.clone())

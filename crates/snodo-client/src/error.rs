@@ -1,7 +1,7 @@
 //! The client's one error type.
 
-use snodo::protocol::{ErrorCode, RequestId};
 use snodo::RpcError;
+use snodo::protocol::{ErrorCode, RequestId};
 
 /// Why a client call failed. A tool that ran and reported failure is not an error: it
 /// is a [`CallToolResult`](crate::CallToolResult) with `is_error` set.

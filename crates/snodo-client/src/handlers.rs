@@ -84,7 +84,10 @@ impl Handlers {
             "notifications/progress" => {
                 if let Some(cb) = progress.or(self.progress.as_ref()) {
                     cb(Progress {
-                        progress: params.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
+                        progress: params
+                            .get("progress")
+                            .and_then(Value::as_f64)
+                            .unwrap_or(0.0),
                         total: params.get("total").and_then(Value::as_f64),
                         message: params
                             .get("message")

@@ -71,7 +71,13 @@ mod tests {
         let h = tool_headers(&schema).unwrap_or_default();
         let mut got = param_values(&h, &json!({"region":"eu","n":42,"v":null,"q":"x"}));
         got.sort();
-        assert_eq!(got, vec![("N".into(), "42".into()), ("Region".into(), "eu".into())]);
-        assert!(tool_headers(&json!({"properties":{"x":{"type":"number","x-mcp-header":"X"}}})).is_err());
+        assert_eq!(
+            got,
+            vec![("N".into(), "42".into()), ("Region".into(), "eu".into())]
+        );
+        assert!(
+            tool_headers(&json!({"properties":{"x":{"type":"number","x-mcp-header":"X"}}}))
+                .is_err()
+        );
     }
 }

@@ -41,7 +41,10 @@ pub(crate) trait Sender: Send + Sync + 'static {
 
 /// hyper's pooled HTTP/1.1 client.
 pub(crate) struct Hyper(
-    hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        Full<Bytes>,
+    >,
 );
 
 impl Hyper {
@@ -168,7 +171,10 @@ impl HttpTransport {
         Resumer {
             sender: self.sender.clone(),
             base: {
-                let b = self.base(HttpMethod::GET, self.version.lock().ok().and_then(|v| v.clone()).as_deref());
+                let b = self.base(
+                    HttpMethod::GET,
+                    self.version.lock().ok().and_then(|v| v.clone()).as_deref(),
+                );
                 b.header(ACCEPT, "text/event-stream")
             },
         }
@@ -213,13 +219,21 @@ fn is_sse(h: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
 }
 
-async fn read_all(body: HttpBody) -> Result<Bytes, ClientError> {
-    let limited = http_body_util::Limited::new(body, MAX_EVENT);
-    limited
-        .collect()
-        .await
-        .map(http_body_util::Collected::to_bytes)
-        .map_err(ClientError::transport)
+/// Reads a whole (non-SSE) body, at most [`MAX_EVENT`] bytes.
+async fn read_all(mut body: HttpBody) -> Result<Bytes, ClientError> {
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ClientError::Transport(e.to_string()))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > MAX_EVENT {
+                return Err(ClientError::Transport(
+                    "an HTTP answer exceeds the size limit".into(),
+                ));
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
 }
 
 fn push_messages(v: Value, into: &mut VecDeque<Value>) {
@@ -273,7 +287,9 @@ fn sse_messages(body: HttpBody, id: Option<RequestId>, resumer: Resumer) -> Mess
             }
             let broken = match st.body.frame().await {
                 Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else { continue };
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
                     match st.reader.feed(&data) {
                         Ok(events) => {
                             for e in events {

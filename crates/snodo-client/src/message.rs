@@ -101,15 +101,27 @@ mod tests {
     #[test]
     fn sorts_messages() {
         let r = Incoming::classify(json!({"jsonrpc":"2.0","id":3,"result":{"a":1}}));
-        assert!(matches!(r, Some(Incoming::Response { id: Some(RequestId::Number(3)), outcome: Ok(_) })));
-        let e = Incoming::classify(json!({"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"m"}}));
+        assert!(matches!(
+            r,
+            Some(Incoming::Response {
+                id: Some(RequestId::Number(3)),
+                outcome: Ok(_)
+            })
+        ));
+        let e = Incoming::classify(
+            json!({"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"m"}}),
+        );
         match e {
-            Some(Incoming::Response { outcome: Err(e), .. }) => assert_eq!(e.code().0, -32601),
+            Some(Incoming::Response {
+                outcome: Err(e), ..
+            }) => assert_eq!(e.code().0, -32601),
             other => panic!("{other:?}"),
         }
         let q = Incoming::classify(json!({"jsonrpc":"2.0","id":1,"method":"roots/list"}));
         assert!(matches!(q, Some(Incoming::Request { .. })));
-        let n = Incoming::classify(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}));
+        let n = Incoming::classify(
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
+        );
         assert!(matches!(n, Some(Incoming::Notification { .. })));
         assert!(Incoming::classify(json!([1])).is_none());
     }

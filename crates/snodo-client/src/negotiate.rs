@@ -37,17 +37,28 @@ fn is_modern(v: &str) -> bool {
 }
 
 fn modern_versions() -> Vec<&'static str> {
-    known_versions().into_iter().filter(|v| is_modern(v)).collect()
+    known_versions()
+        .into_iter()
+        .filter(|v| is_modern(v))
+        .collect()
 }
 
 fn legacy_versions() -> Vec<&'static str> {
-    known_versions().into_iter().filter(|v| !is_modern(v)).collect()
+    known_versions()
+        .into_iter()
+        .filter(|v| !is_modern(v))
+        .collect()
 }
 
 fn listed(data: Option<&Value>, key: &str) -> Vec<String> {
     data.and_then(|d| d.get(key))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -180,13 +191,11 @@ impl Client {
     }
 
     fn adopt(&self, d: ServerDetails) {
-        let version = d
-            .supported_versions
-            .iter()
-            .find(|v| is_modern(v))
-            .cloned();
+        let version = d.supported_versions.iter().find(|v| is_modern(v)).cloned();
         self.set_state(|s| {
-            if let Some(v) = version.filter(|_| !s.pinned && !d.supported_versions.contains(&s.version)) {
+            if let Some(v) =
+                version.filter(|_| !s.pinned && !d.supported_versions.contains(&s.version))
+            {
                 s.version = v;
             }
             s.details = ServerDetails {
@@ -206,7 +215,9 @@ impl Client {
         params.insert("protocolVersion".into(), json!(offer));
         params.insert("capabilities".into(), self.inner.capabilities.clone());
         params.insert("clientInfo".into(), self.inner.client_info.clone());
-        let r = self.call("initialize", params, &CallOptions::default()).await?;
+        let r = self
+            .call("initialize", params, &CallOptions::default())
+            .await?;
         let answered = r
             .get("protocolVersion")
             .and_then(Value::as_str)

@@ -79,11 +79,22 @@ mod tests {
     #[test]
     fn events_across_chunks() {
         let mut r = SseReader::default();
-        assert!(r.feed(b"id: e1\nretry: 500\ndata: \n\n").unwrap_or_default().iter().all(String::is_empty));
+        assert!(
+            r.feed(b"id: e1\nretry: 500\ndata: \n\n")
+                .unwrap_or_default()
+                .iter()
+                .all(String::is_empty)
+        );
         assert_eq!(r.last_id.as_deref(), Some("e1"));
         assert_eq!(r.retry, Some(Duration::from_millis(500)));
-        assert!(r.feed(b"event: message\r\ndata: {\"a\"").unwrap_or_default().is_empty());
-        let ev = r.feed(b":1}\r\n\r\n: keep-alive\n\ndata: x\ndata: y\n\n").unwrap_or_default();
+        assert!(
+            r.feed(b"event: message\r\ndata: {\"a\"")
+                .unwrap_or_default()
+                .is_empty()
+        );
+        let ev = r
+            .feed(b":1}\r\n\r\n: keep-alive\n\ndata: x\ndata: y\n\n")
+            .unwrap_or_default();
         assert_eq!(ev, vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]);
     }
 }

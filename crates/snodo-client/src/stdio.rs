@@ -83,13 +83,19 @@ impl StdioTransport {
         let mut line = Vec::with_capacity(body.len() + 1);
         line.extend_from_slice(body);
         line.push(b'\n');
-        stdin.write_all(&line).await.map_err(ClientError::transport)?;
+        stdin
+            .write_all(&line)
+            .await
+            .map_err(ClientError::transport)?;
         stdin.flush().await.map_err(ClientError::transport)
     }
 }
 
 /// Writes `notifications/cancelled` for requests abandoned by their caller.
-async fn cancel_loop(t: std::sync::Weak<StdioTransport>, mut rx: mpsc::UnboundedReceiver<RequestId>) {
+async fn cancel_loop(
+    t: std::sync::Weak<StdioTransport>,
+    mut rx: mpsc::UnboundedReceiver<RequestId>,
+) {
     while let Some(id) = rx.recv().await {
         let Some(t) = t.upgrade() else { return };
         let note = message::notification(
@@ -119,7 +125,9 @@ async fn read_line(
         buf.extend_from_slice(avail);
         r.consume(n);
         if buf.len() > MAX_LINE {
-            return Err(std::io::Error::other("a line from the child exceeds the size limit"));
+            return Err(std::io::Error::other(
+                "a line from the child exceeds the size limit",
+            ));
         }
     }
 }
@@ -183,7 +191,9 @@ struct Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let Ok(mut g) = self.routes.lock() else { return };
+        let Ok(mut g) = self.routes.lock() else {
+            return;
+        };
         g.requests.remove(&self.id);
         let id = self.id.clone();
         g.tokens.retain(|_, owner| *owner != id);
@@ -207,7 +217,9 @@ impl Transport for StdioTransport {
                     .lock()
                     .map_err(|_| ClientError::Transport("poisoned".into()))?;
                 if g.closed {
-                    return Err(ClientError::Transport("the child process has exited".into()));
+                    return Err(ClientError::Transport(
+                        "the child process has exited".into(),
+                    ));
                 }
                 g.requests.insert(id.clone(), tx);
                 if let Some(t) = &out.progress_token {
@@ -221,16 +233,17 @@ impl Transport for StdioTransport {
                 answered: false,
             };
             self.write(&out.body).await?;
-            let stream = futures_util::stream::unfold((rx, pending), |(mut rx, mut p)| async move {
-                if p.answered {
-                    return None;
-                }
-                let v = rx.recv().await?;
-                if v.get("method").is_none() {
-                    p.answered = true;
-                }
-                Some((Ok(v), (rx, p)))
-            });
+            let stream =
+                futures_util::stream::unfold((rx, pending), |(mut rx, mut p)| async move {
+                    if p.answered {
+                        return None;
+                    }
+                    let v = rx.recv().await?;
+                    if v.get("method").is_none() {
+                        p.answered = true;
+                    }
+                    Some((Ok(v), (rx, p)))
+                });
             Ok(stream.boxed())
         })
     }
@@ -247,8 +260,13 @@ impl Transport for StdioTransport {
         Box::pin(async move {
             // Close stdin, give the child a moment to exit, then kill it.
             drop(self.stdin.lock().await.take());
-            let Some(mut child) = self.child.lock().await.take() else { return };
-            if tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err() {
+            let Some(mut child) = self.child.lock().await.take() else {
+                return;
+            };
+            if tokio::time::timeout(Duration::from_secs(2), child.wait())
+                .await
+                .is_err()
+            {
                 let _ = child.kill().await;
             }
         })

@@ -151,7 +151,10 @@ impl Content {
 }
 
 fn str_of(v: &Value, k: &str) -> String {
-    v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned()
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 impl<'de> Deserialize<'de> for Content {

@@ -10,7 +10,9 @@
 //!
 //! Describe tools, resources and prompts once in a [`Runtime`]; serve it with
 //! [`serve`](http::serve), or mount [`McpService`](http::McpService) in your own
-//! tower/axum stack.
+//! tower/axum stack. The same runtime also speaks newline-delimited JSON-RPC on
+//! stdin/stdout ([`stdio::serve`]) or any byte stream ([`stdio::serve_stream`]), for
+//! clients that launch their servers as child processes.
 //!
 //! ```no_run
 //! use schemars::JsonSchema;
@@ -46,11 +48,13 @@
 
 #![forbid(unsafe_code)]
 
+mod engine;
 pub mod http;
 pub mod model;
 pub mod protocol;
 mod router;
 pub mod runtime;
+pub mod stdio;
 
 pub use model::{
     CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,

@@ -19,3 +19,6 @@ mod streams;
 
 #[path = "wire/rounds.rs"]
 mod rounds;
+
+#[path = "wire/march.rs"]
+mod march;

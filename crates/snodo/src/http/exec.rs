@@ -1,192 +1,116 @@
-//! Running one admitted request.
+//! Running one admitted request over HTTP.
 //!
 //! The answer is JSON when nothing is streamed, or SSE from the first notification on
-//! (notifications in order, then the final response, then the stream closes). Every
-//! execution has a cancellation token, cancelled when the client disconnects, when its
-//! principal sends `notifications/cancelled`, when the deadline passes or when the
-//! server shuts down. A cancelled request sends no result.
+//! (notifications in order, then the final response, then the stream closes). The
+//! engine's [`Execution`] does the work; this adds the framing and the statuses. A
+//! client that disconnects cancels the execution; a cancelled request sends no result.
 
-use std::future::{Future as _, poll_fn};
-use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use serde::Deserialize as _;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::body::Body;
-use super::inflight::InFlight;
 use super::response;
 use super::service::Shared;
+use crate::engine::{
+    Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
+};
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, RequestId};
-use crate::router::{Answer, Call};
-use crate::runtime::context::{ContextInit, Principal};
+use crate::router::Call;
+use crate::runtime::context::Principal;
 
-/// Queue depth between a handler and its response stream.
+/// Queue depth of a streamed response body.
 const STREAM_DEPTH: usize = 32;
 
-/// How long a cancelled handler may keep running to observe its cancellation.
-const CANCEL_GRACE: Duration = Duration::from_millis(250);
-
-/// How an execution ended.
-enum Ended {
-    Done(Answer),
-    Cancelled,
-    TimedOut,
-}
-
 /// The final JSON-RPC message and the HTTP status it would have on its own.
-fn final_message(dialect: &Dialect, id: &RequestId, ended: Ended) -> Option<(StatusCode, Bytes)> {
-    match ended {
-        Ended::Done(Ok(result)) => Some((StatusCode::OK, result.message(id))),
-        Ended::Done(Err(e)) => {
-            let status = if dialect.errors_in_band() {
-                StatusCode::OK
-            } else {
-                e.code().http_status()
-            };
-            Some((status, error_message(Some(id), &e)))
-        }
-        Ended::TimedOut => Some((
-            StatusCode::GATEWAY_TIMEOUT,
-            error_message(Some(id), &response::timeout_error()),
-        )),
-        Ended::Cancelled => None,
-    }
+fn final_message(dialect: &Dialect, id: &RequestId, ended: &Ended) -> Option<(StatusCode, Bytes)> {
+    let status = match ended {
+        Ended::Done(Ok(_)) => StatusCode::OK,
+        Ended::Done(Err(_)) if dialect.errors_in_band() => StatusCode::OK,
+        Ended::Done(Err(e)) => e.code().http_status(),
+        Ended::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+        Ended::Cancelled => return None,
+    };
+    Some((status, ended.message(id)?))
 }
 
 /// Executes `call` and answers it.
 pub(crate) async fn execute(
     shared: &Arc<Shared>,
     id: RequestId,
-    mut call: Call,
+    call: Call,
     principal: Option<Principal>,
 ) -> Response<Body> {
-    let deadline = Instant::now() + shared.config.request_timeout;
-    // A free slot is taken at once, without arming a timer for the wait.
-    let slot = match shared.gate.try_enter() {
-        Some(slot) => slot,
-        None => match tokio::time::timeout_at(deadline, shared.gate.enter()).await {
-            Ok(Ok(slot)) => slot,
-            Ok(Err(_)) => return response::overloaded(&id),
-            Err(_) => return response::timed_out(&id),
-        },
-    };
-    let runtime = &shared.runtime;
-    let dialect = call.dialect;
-    let log_threshold = if dialect.is_stateless() {
-        call.meta.log_level
-    } else {
-        runtime.inner.legacy_log_level
-    };
-    let server_requests = if dialect.is_stateless() {
-        None
-    } else {
-        runtime
-            .inner
-            .server_requests
-            .map(|t| (runtime.inner.pending.clone(), t))
-    };
-    let streams =
-        call.meta.progress_token.is_some() || log_threshold.is_some() || server_requests.is_some();
-    // An independent token, not a child of `shared.root`: creating and dropping a child
-    // locks the root's mutex, one global lock per request across all workers. Shutdown
-    // still reaches the execution: a request that starts after `cancel_all` starts
-    // cancelled, and one that has to wait also waits on `shared.root` (see `run`).
-    let cancel = CancellationToken::new();
-    if shared.cancelled_all.load(Ordering::Acquire) {
-        cancel.cancel();
-    }
-    let registration = InFlight::register(&shared.inflight, principal.as_ref(), &id, &cancel);
-    let (tx, mut rx) = if streams {
-        let (tx, rx) = mpsc::channel(STREAM_DEPTH);
-        (Some(tx), Some(rx))
-    } else {
-        (None, None)
-    };
-    let init = ContextInit {
-        dialect,
-        id: id.clone(),
-        meta: std::mem::take(&mut call.meta),
+    let engine = &shared.engine;
+    let options = Options {
         principal,
-        cancel: cancel.clone(),
-        sink: tx,
-        log_threshold,
-        server_requests,
-        runtime: runtime.clone(),
+        cancel_by: Some((&engine.inflight, None)),
+        held: Held::Nothing,
     };
+    let mut exec = match Execution::start(engine, id.clone(), call, options).await {
+        Ok(exec) => exec,
+        Err(Refused::Overloaded) => return response::overloaded(&id),
+        Err(Refused::TimedOut) => return response::timed_out(&id),
+    };
+    let dialect = exec.dialect();
     let keep_alive = shared.config.keep_alive;
     let probe = shared.config.disconnect_probe;
-    // Boxed: when the answer turns into a stream, the execution moves into a task.
-    let mut work = Box::pin(run(
-        Arc::clone(shared),
-        call,
-        init,
-        cancel.clone(),
-        deadline,
-    ));
-    // Dropping this future (the client went away) cancels the execution.
-    let guard = cancel.drop_guard();
 
     let first = tokio::select! {
         biased;
-        ended = &mut work => {
-            guard.disarm();
-            drop((registration, slot));
-            let pending: Vec<Bytes> = rx.as_mut().map(drain).unwrap_or_default();
-            let Some((status, body)) = final_message(dialect, &id, ended) else {
-                return response::cancelled();
-            };
-            if pending.is_empty() {
-                return response::json(status, body);
+        step = exec.next() => match step {
+            Step::Ended(ended) => {
+                let pending = exec.drain();
+                let Some((status, body)) = final_message(dialect, &id, &ended) else {
+                    return response::cancelled();
+                };
+                if pending.is_empty() {
+                    return response::json(status, body);
+                }
+                // Notifications were queued when the handler finished: send them first.
+                let (body_tx, body_rx) = mpsc::channel(pending.len() + 1);
+                for m in pending.iter().chain(std::iter::once(&body)) {
+                    let _ = body_tx.try_send(response::sse_frame(m));
+                }
+                return response::event_stream(Body::stream(body_rx));
             }
-            // Notifications were queued when the handler finished: send them first.
-            let (body_tx, body_rx) = mpsc::channel(pending.len() + 1);
-            for m in pending.iter().chain(std::iter::once(&body)) {
-                let _ = body_tx.try_send(response::sse_frame(m));
-            }
-            return response::event_stream(Body::stream(body_rx));
-        }
-        Some(first) = next_message(&mut rx) => response::sse_frame(&first),
+            Step::Message(first) => response::sse_frame(&first),
+        },
         () = sleep_or_never(probe) => response::sse_keepalive(),
     };
 
     // From here on the response is an event stream fed by a task that owns the
-    // execution (its slot, its registration and its cancellation guard).
+    // execution (its slot, its registration and its cancellation).
     let (body_tx, body_rx) = mpsc::channel(STREAM_DEPTH);
     let _ = body_tx.try_send(first);
     tokio::spawn(async move {
-        let _held = (registration, slot);
         let mut ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
             let client_gone = tokio::select! {
                 biased;
-                Some(m) = next_message(&mut rx) => body_tx.send(response::sse_frame(&m)).await.is_err(),
-                ended = &mut work => {
-                    for m in rx.as_mut().map(drain).unwrap_or_default() {
-                        let _ = body_tx.send(response::sse_frame(&m)).await;
+                step = exec.next() => match step {
+                    Step::Message(m) => body_tx.send(response::sse_frame(&m)).await.is_err(),
+                    Step::Ended(ended) => {
+                        for m in exec.drain() {
+                            let _ = body_tx.send(response::sse_frame(&m)).await;
+                        }
+                        if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
+                            let _ = body_tx.send(response::sse_frame(&body)).await;
+                        }
+                        return;
                     }
-                    if let Some((_, body)) = final_message(dialect, &id, ended) {
-                        let _ = body_tx.send(response::sse_frame(&body)).await;
-                    }
-                    guard.disarm();
-                    return;
-                }
+                },
                 () = body_tx.closed() => true,
                 _ = ticker.tick() => body_tx.send(response::sse_keepalive()).await.is_err(),
             };
             if client_gone {
                 // The client went away: cancel, and let the handler wind down.
-                guard.disarm().cancel();
-                let _ = work.await;
+                exec.abandon().await;
                 return;
             }
         }
@@ -194,44 +118,35 @@ pub(crate) async fn execute(
     response::event_stream(Body::stream(body_rx))
 }
 
-/// Runs the handler until it finishes, is cancelled or misses its deadline. A cancelled
-/// handler gets a short grace period to observe its token and wind down.
-async fn run(
-    shared: Arc<Shared>,
+/// Executes `call` with nothing streamed, as a member of a JSON-RPC batch: its final
+/// message, or `None` when it was cancelled. It sends no progress or log notifications
+/// (a batch is answered by one JSON array) and cannot ask the client.
+pub(crate) async fn execute_quiet(
+    shared: &Arc<Shared>,
+    id: RequestId,
     call: Call,
-    init: ContextInit,
-    cancel: CancellationToken,
-    deadline: Instant,
-) -> Ended {
-    // On the stack of this future, which `execute` already boxes.
-    let mut dispatch = pin!(shared.runtime.dispatch(call, init));
-    // Most handlers finish on their first poll: poll once before arming the deadline
-    // timer and waiting on the shutdown token, which only work that waits needs.
-    let first = poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;
-    let ended = match first {
-        // A cancellation that came first still wins: a cancelled request sends no result.
-        Poll::Ready(_) if cancel.is_cancelled() => return Ended::Cancelled,
-        Poll::Ready(out) => return Ended::Done(out),
-        Poll::Pending => tokio::select! {
-            biased;
-            () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
-            () = cancel.cancelled() => Ended::Cancelled,
-            () = shared.root.cancelled() => Ended::Cancelled,
-            out = &mut dispatch => Ended::Done(out),
+    principal: Option<Principal>,
+) -> Option<Bytes> {
+    let engine = &shared.engine;
+    let options = Options {
+        principal,
+        cancel_by: Some((&engine.inflight, None)),
+        // Held like a connection that set no log level and may not ask the client.
+        held: Held::Connection {
+            log_level: None,
+            server_requests: None,
         },
     };
-    if !matches!(ended, Ended::Done(_)) {
-        cancel.cancel();
-        let _ = tokio::time::timeout(CANCEL_GRACE, &mut dispatch).await;
-    }
-    ended
-}
-
-/// The next message of an optional stream (pending forever without one).
-async fn next_message(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
+    let mut exec = match Execution::start(engine, id.clone(), call, options).await {
+        Ok(exec) => exec,
+        Err(Refused::Overloaded) => return Some(error_message(Some(&id), &overloaded_error())),
+        Err(Refused::TimedOut) => return Some(error_message(Some(&id), &timeout_error())),
+    };
+    loop {
+        // Progress notifications (the request carried a token) have nowhere to go.
+        if let Step::Ended(ended) = exec.next().await {
+            return ended.message(&id);
+        }
     }
 }
 
@@ -243,40 +158,9 @@ async fn sleep_or_never(d: Option<Duration>) {
     }
 }
 
-fn drain(rx: &mut mpsc::Receiver<Bytes>) -> Vec<Bytes> {
-    let mut out = Vec::new();
-    while let Ok(m) = rx.try_recv() {
-        out.push(m);
-    }
-    out
-}
-
-/// Cancels the caller's in-flight request named by a `notifications/cancelled`.
-pub(crate) fn cancel_by_notification(
-    shared: &Shared,
-    principal: Option<&Principal>,
-    params: Option<SplitParams>,
-) {
-    let (Some(principal), Some(params)) = (principal, params) else {
-        return;
-    };
-    // Malformed cancellations (a bad id, a non-string reason) are ignored.
-    let reason_ok = params
-        .rest
-        .get("reason")
-        .is_none_or(|r| r.is_string() || r.is_null());
-    let id = params
-        .rest
-        .get("requestId")
-        .and_then(|id| RequestId::deserialize(id).ok());
-    if let (true, Some(id)) = (reason_ok, id) {
-        shared.inflight.cancel(principal, &id);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use http_body_util::{BodyExt as _, Full};
 

@@ -2,11 +2,10 @@
 
 mod admission;
 mod auth;
+mod batch;
 mod body;
 mod config;
 mod exec;
-mod gate;
-mod inflight;
 mod listen;
 mod response;
 mod select;

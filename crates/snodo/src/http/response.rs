@@ -160,10 +160,7 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
 
 /// 503 with `Retry-After`: every execution slot is busy and the queue is full.
 pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
-    overloaded_with(
-        id,
-        &RpcError::internal("Server overloaded: too many requests in flight; retry later"),
-    )
+    overloaded_with(id, &crate::engine::overloaded_error())
 }
 
 /// 503 with `Retry-After` and this error.
@@ -174,14 +171,13 @@ pub(crate) fn overloaded_with(id: &RequestId, error: &RpcError) -> Response<Body
     r
 }
 
-/// The error of a request whose deadline passed.
-pub(crate) fn timeout_error() -> RpcError {
-    RpcError::internal("Request execution timed out")
-}
-
 /// 504: the request's deadline passed before it finished.
 pub(crate) fn timed_out(id: &RequestId) -> Response<Body> {
-    rpc_error(StatusCode::GATEWAY_TIMEOUT, Some(id), &timeout_error())
+    rpc_error(
+        StatusCode::GATEWAY_TIMEOUT,
+        Some(id),
+        &crate::engine::timeout_error(),
+    )
 }
 
 /// 204: the request was cancelled; it gets no result.

@@ -5,8 +5,12 @@
 //!   a header that names another version is a conflict.
 //! - Every other message is routed by `MCP-Protocol-Version`: an enabled initialize-era
 //!   version selects that dialect; `2026-07-28` selects the stateless dialect with its
-//!   header mirrors and `_meta` rules; an unknown value is `-32022`; a missing header is
-//!   refused (the 2025-03-26 fallback is not implemented).
+//!   header mirrors and `_meta` rules; an unknown value is `-32022`. A missing header
+//!   selects the enabled dialect that has no version header (2025-03-26), as the
+//!   2025-06-18 transport asks of a server with no other way to know the version;
+//!   without one it is refused.
+//! - A legacy `initialize` to a runtime with no initialize-era dialect is `-32022`
+//!   naming the supported versions.
 
 use std::borrow::Cow;
 
@@ -14,7 +18,8 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Map, Value};
 
-use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, MetaParse, PROTOCOL_VERSION_KEY};
+use crate::engine::admit::{check_meta, select_initialize};
+use crate::protocol::meta::MetaParse;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
@@ -111,6 +116,9 @@ pub(crate) fn admit_request(
         .and_then(|m| m.meta.protocol_version.as_deref());
 
     if method == Method::Initialize && body_version.is_none() {
+        if let Some(error) = initialize_unsupported(runtime, &params, header) {
+            return Err(fail(error));
+        }
         if let Some(dialect) = select_initialize(runtime, &params, header) {
             if header.is_some_and(|h| h != dialect.version()) {
                 return Err(Rejection::for_dialect(
@@ -137,6 +145,25 @@ pub(crate) fn admit_request(
     }
 
     let Some(header) = header else {
+        // A request whose `_meta` names its version has a way to know it: it is a
+        // 2026-07-28 request missing its header, refused below.
+        if let Some(dialect) = runtime
+            .headerless_dialect()
+            .filter(|_| body_version.is_none())
+        {
+            let meta = meta
+                .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
+                .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
+            return Ok(Call {
+                dialect,
+                method,
+                method_name: method_name.to_owned(),
+                params,
+                arguments,
+                meta,
+                catalogue,
+            });
+        }
         let message =
             "Missing MCP-Protocol-Version header: it is required on every request after initialize";
         let code = if runtime.stateless_dialect().is_some() {
@@ -183,24 +210,26 @@ pub(crate) fn admit_request(
     })
 }
 
-/// The dialect an `initialize` request negotiates, if any initialize-era dialect is on.
-fn select_initialize(
+/// The refusal of a legacy `initialize` by a runtime that speaks no initialize-era
+/// dialect (2026-07-28 `basic/versioning`: `-32022` with the supported versions).
+fn initialize_unsupported(
     runtime: &Runtime,
     params: &Map<String, Value>,
     header: Option<&str>,
-) -> Option<&'static Dialect> {
-    let first = runtime.first_initialize_dialect()?;
-    // A 2026-07-28 header means a modern client probing: let the stateless rules answer.
-    if header.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless)) {
+) -> Option<RpcError> {
+    if runtime.first_initialize_dialect().is_some()
+        || header.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless))
+    {
         return None;
     }
-    let proposed = params.get("protocolVersion").and_then(Value::as_str);
-    Some(
-        proposed
-            .and_then(|v| runtime.dialect(v))
-            .filter(|d| !d.is_stateless())
-            .unwrap_or(first),
-    )
+    let proposed = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(RpcError::unsupported_initialize(
+        runtime.supported_versions(),
+        proposed,
+    ))
 }
 
 /// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
@@ -221,22 +250,7 @@ fn check_stateless(
         }
         Some(_) => {}
     }
-    let Some(meta) = meta else {
-        return Err(RpcError::invalid_params("Missing required params._meta"));
-    };
-    if !meta.is_object {
-        return Err(RpcError::invalid_params("params._meta must be an object"));
-    }
-    if !meta.has_version {
-        return Err(RpcError::invalid_params(format!(
-            "Missing required _meta {PROTOCOL_VERSION_KEY}"
-        )));
-    }
-    if !meta.has_capabilities {
-        return Err(RpcError::invalid_params(format!(
-            "Missing required _meta {CLIENT_CAPABILITIES_KEY}"
-        )));
-    }
+    check_meta(meta)?;
     if let Some(field) = method.name_field() {
         let header = single(headers, &MCP_NAME)?
             .ok_or_else(|| RpcError::header_mismatch("Missing Mcp-Name header"))?;
@@ -266,6 +280,30 @@ fn check_stateless(
     Ok(())
 }
 
+/// The dialect of a JSON-RPC batch: the one the version header names, or the one a
+/// header-less request is taken to speak; it must be a revision with batches.
+pub(crate) fn admit_batch(
+    runtime: &Runtime,
+    headers: &HeaderMap,
+) -> Result<&'static Dialect, Rejection> {
+    let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
+    let dialect = match header {
+        None => runtime.headerless_dialect(),
+        Some(h) => Some(runtime.dialect(h).ok_or_else(|| {
+            Rejection::admission(RpcError::unsupported_version(
+                runtime.supported_versions(),
+                h,
+            ))
+        })?),
+    };
+    dialect.filter(|d| d.accepts_batches()).ok_or_else(|| {
+        Rejection::admission(RpcError::new(
+            ErrorCode::INVALID_REQUEST,
+            "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",
+        ))
+    })
+}
+
 /// What to do with a notification: the dialect it belongs to.
 pub(crate) fn admit_notification(
     runtime: &Runtime,
@@ -273,8 +311,9 @@ pub(crate) fn admit_notification(
 ) -> Result<&'static Dialect, Rejection> {
     let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
     match header {
-        // Header rules for notification POSTs are not defined in 2026-07-28.
-        None => runtime.stateless_dialect().ok_or_else(|| {
+        // Header rules for notification POSTs are not defined in 2026-07-28; a client
+        // of the revision without the header (2025-03-26) sends none.
+        None => runtime.headerless_dialect().or_else(|| runtime.stateless_dialect()).ok_or_else(|| {
             Rejection::admission(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Missing MCP-Protocol-Version header: it is required on every message after initialize",

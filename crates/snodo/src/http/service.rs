@@ -4,46 +4,34 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
-use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
 
 use super::admission;
+use super::batch;
 use super::body::Body;
 use super::config::HttpConfig;
 use super::exec;
-use super::gate::Gate;
-use super::inflight::InFlight;
 use super::listen;
 use super::response;
 use super::select::{self, Rejection};
+use crate::engine::{self, Engine, Limits};
+use serde_json::value::RawValue;
+
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Method, RequestId, RpcError};
 use crate::runtime::Runtime;
 
-/// What every request of one endpoint shares.
+/// What every request of one endpoint shares: the transport-neutral engine and the
+/// HTTP settings.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) runtime: Runtime,
+    pub(crate) engine: Arc<Engine>,
     pub(crate) config: HttpConfig,
-    pub(crate) gate: Gate,
-    pub(crate) inflight: Arc<InFlight>,
-    /// Cancelled by [`McpService::cancel_all`]: executions that wait also wait on it.
-    pub(crate) root: CancellationToken,
-    /// Set by [`McpService::cancel_all`] before `root` is cancelled: executions that
-    /// start later start cancelled. A plain load, where `root.is_cancelled()` would lock
-    /// the root's mutex on every request.
-    pub(crate) cancelled_all: AtomicBool,
-    /// Cancelled when shutdown begins: long-lived listen streams end at once.
-    pub(crate) closing: CancellationToken,
-    /// Open `subscriptions/listen` streams.
-    pub(crate) listeners: std::sync::atomic::AtomicUsize,
 }
 
 /// The Streamable HTTP MCP endpoint. Mount it at `/mcp` in any tower/hyper/axum stack;
@@ -63,16 +51,15 @@ impl McpService {
     /// The endpoint with explicit settings.
     #[must_use]
     pub fn with_config(runtime: Runtime, config: HttpConfig) -> Self {
-        let gate = Gate::new(config.max_concurrent, config.max_queued);
+        let limits = Limits {
+            max_concurrent: config.max_concurrent,
+            max_queued: config.max_queued,
+            request_timeout: config.request_timeout,
+            max_listen_streams: config.max_listen_streams,
+        };
         let shared = Shared {
-            runtime,
+            engine: Arc::new(Engine::new(runtime, limits)),
             config,
-            gate,
-            inflight: Arc::new(InFlight::default()),
-            root: CancellationToken::new(),
-            cancelled_all: AtomicBool::new(false),
-            closing: CancellationToken::new(),
-            listeners: std::sync::atomic::AtomicUsize::new(0),
         };
         Self {
             shared: Arc::new(shared),
@@ -88,14 +75,13 @@ impl McpService {
     /// Ends every `subscriptions/listen` stream with its final result (the server does
     /// this when shutdown begins).
     pub fn begin_shutdown(&self) {
-        self.shared.closing.cancel();
+        self.shared.engine.begin_shutdown();
     }
 
     /// Cancels every request still executing (the server does this after the shutdown
     /// drain period).
     pub fn cancel_all(&self) {
-        self.shared.cancelled_all.store(true, Ordering::Release);
-        self.shared.root.cancel();
+        self.shared.engine.cancel_all();
     }
 
     /// Answers one HTTP request.
@@ -156,8 +142,11 @@ impl McpService {
             }
             Err(_) => return Err(response::bad_body()),
         };
+        if batch::is_batch(&bytes) {
+            return Ok(batch::answer(&self.shared, &parts.headers, &bytes, principal).await);
+        }
         let incoming = parse_body(&bytes).map_err(reject)?;
-        let runtime = &self.shared.runtime;
+        let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
@@ -178,42 +167,44 @@ impl McpService {
             Incoming::Notification { method, params } => {
                 select::admit_notification(runtime, &parts.headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
-                    exec::cancel_by_notification(&self.shared, principal.as_ref(), params);
+                    engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
                 }
                 Ok(response::accepted())
             }
             Incoming::Response { id, result, error } => {
                 select::admit_response(runtime, &parts.headers).map_err(reject)?;
-                // An answer to a server-to-client request: route it by its id. Unknown ids
-                // (answered late, or meant for another instance) are dropped.
-                if let Some(RequestId::String(id)) = id {
-                    let parse = |raw: Option<&RawValue>| {
-                        raw.and_then(|r| serde_json::from_str(r.get()).ok())
-                            .unwrap_or_default()
-                    };
-                    let answer = if error.is_some() {
-                        Err(parse(error))
-                    } else {
-                        Ok(parse(result))
-                    };
-                    if !runtime.deliver_answer(&id, answer) {
-                        tracing::warn!(
-                            id = %id,
-                            "dropped a client answer that no request of this instance waits for \
-                             (late, or routed to another instance)"
-                        );
-                    }
-                }
+                deliver(runtime, id, result, error);
                 Ok(response::accepted())
             }
         }
     }
 }
 
+/// Routes a client's answer to a server-to-client request by its id. Unknown ids
+/// (answered late, or meant for another instance) are dropped.
+pub(super) fn deliver(
+    runtime: &Runtime,
+    id: Option<RequestId>,
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) {
+    let Some(RequestId::String(id)) = id else {
+        return;
+    };
+    let answer = engine::client_answer(result, error);
+    if !runtime.deliver_answer(&id, answer) {
+        tracing::warn!(
+            id = %id,
+            "dropped a client answer that no request of this instance waits for \
+             (late, or routed to another instance)"
+        );
+    }
+}
+
 /// Reads the message and its `params` in one pass. A body that only the raw scan
 /// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
 /// that the refusal carries the request id as it did before the fast path.
-fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
+pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
     if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
         return Ok(incoming);
     }
@@ -234,7 +225,7 @@ fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
     }
 }
 
-fn reject(r: Rejection) -> Response<Body> {
+pub(super) fn reject(r: Rejection) -> Response<Body> {
     response::rpc_error(r.status, None, &r.error)
 }
 

@@ -140,6 +140,27 @@ impl RpcError {
         .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
     }
 
+    /// `-32022` for an `initialize` (a client of the initialize era) sent to a server
+    /// that speaks no initialize-era revision: names what it speaks and what to do.
+    pub fn unsupported_initialize(supported: &[&str], requested: &str) -> Self {
+        let proposed = if requested.is_empty() {
+            String::from("no version")
+        } else {
+            requested.to_owned()
+        };
+        Self::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "Unsupported protocol version: this server speaks only {} and has no initialize \
+                 handshake; the client's initialize proposed {proposed}. Use a client that \
+                 speaks {}, or enable the initialize-era versions on the server",
+                supported.join(", "),
+                supported.first().copied().unwrap_or_default()
+            ),
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+    }
+
     /// The error code.
     #[must_use]
     pub fn code(&self) -> ErrorCode {

@@ -9,7 +9,10 @@ pub mod meta;
 pub mod method;
 pub(crate) mod params;
 
-pub use dialect::{Dialect, Era, V2025_06_18, V2025_11_25, V2026_07_28};
+pub use dialect::{
+    Asking, Dialect, Elicitation, Era, LogLevels, StructuredOutput, V2025_03_26, V2025_06_18,
+    V2025_11_25, V2026_07_28,
+};
 pub use error::{ErrorCode, RpcError};
 pub use jsonrpc::RequestId;
 pub use meta::{LogLevel, ProgressToken, RequestMeta};

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::{Call, ResultObject, Stop, req_str};
 use crate::model::ToolResult;
-use crate::protocol::RpcError;
+use crate::protocol::{RpcError, StructuredOutput};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
@@ -28,7 +28,7 @@ impl Runtime {
         if !self.allows(ctx.principal(), Component::Tool(&name)) {
             return Err(self.refusal(unknown()).into());
         }
-        if !call.dialect.structured_content_any_json() && !tool.object_schemas {
+        if !call.dialect.offers_tool(tool.object_schemas) {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",
                 call.dialect
@@ -69,10 +69,10 @@ impl Runtime {
 }
 
 /// Serialises a tool result for the dialect: straight to text when nothing needs
-/// reshaping, through a JSON tree when the dialect drops icons.
+/// reshaping, through a JSON tree when the dialect reshapes results.
 fn shape(call: &Call, result: ToolResult) -> Result<ResultObject, RpcError> {
     let dialect = call.dialect;
-    if !dialect.structured_content_any_json()
+    if dialect.structured_output() == StructuredOutput::ObjectOnly
         && result.structured_content().is_some_and(|v| !v.is_object())
     {
         return Err(RpcError::internal(format!(
@@ -81,18 +81,12 @@ fn shape(call: &Call, result: ToolResult) -> Result<ResultObject, RpcError> {
     }
     let failed = |_| RpcError::internal("Tool result could not be serialised");
     // A `_meta` of the handler's own gets the server info added by `finish`: keep it a tree.
-    if dialect.has_icons() && !result.has_meta() {
+    if !dialect.reshapes_tool_results() && !result.has_meta() {
         return Ok(ResultObject::tool(result));
     }
     let Value::Object(mut out) = serde_json::to_value(&result).map_err(failed)? else {
         return Err(RpcError::internal("Tool result could not be serialised"));
     };
-    if !dialect.has_icons() {
-        if let Some(Value::Array(blocks)) = out.get_mut("content") {
-            for block in blocks.iter_mut().filter_map(Value::as_object_mut) {
-                dialect.shape_component(block);
-            }
-        }
-    }
+    dialect.shape_tool_result(&mut out);
     Ok(out.into())
 }

@@ -80,14 +80,14 @@ impl Runtime {
         let Ok(Value::Object(mut out)) = serde_json::to_value(&result) else {
             return Err(RpcError::internal("Prompt result could not be serialised").into());
         };
-        if !call.dialect.has_icons() {
+        if call.dialect.reshapes_content() {
             if let Some(Value::Array(msgs)) = out.get_mut("messages") {
                 for c in msgs
                     .iter_mut()
                     .filter_map(|m| m.get_mut("content"))
                     .filter_map(Value::as_object_mut)
                 {
-                    call.dialect.shape_component(c);
+                    call.dialect.shape_content(c);
                 }
             }
         }

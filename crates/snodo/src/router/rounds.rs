@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{Answer, Call, Stop};
-use crate::protocol::{Method, RpcError};
+use crate::protocol::{Asking, Method, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal, RequestContext};
 use crate::runtime::input::{InputRequired, StateContents};
@@ -16,7 +16,7 @@ impl Runtime {
     /// Runs tools/call, prompts/get or resources/read, with multi round-trip input on
     /// 2026-07-28.
     pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Answer {
-        let stateless = call.dialect.is_stateless();
+        let stateless = call.dialect.asking() == Asking::Rounds;
         if !stateless && ROUND_PARAMS.iter().any(|k| call.params.contains_key(*k)) {
             return Err(RpcError::invalid_params(
                 "Tasks and multi-round-trip inputs are not supported",

@@ -303,7 +303,7 @@ impl RuntimeBuilder {
         let legacy: Vec<_> = self
             .protocols
             .iter()
-            .filter(|d| !d.is_stateless())
+            .filter(|d| !d.serves(crate::protocol::Method::SubscriptionsListen))
             .map(|d| d.version())
             .collect();
         for (on, capability) in [

@@ -266,7 +266,7 @@ impl Catalogue {
             .collect();
         let legacy: Vec<&str> = dialects
             .iter()
-            .filter(|d| !d.is_stateless())
+            .filter(|d| !d.offers_tool(false))
             .map(|d| d.version())
             .collect();
         if !hidden.is_empty() && !legacy.is_empty() {
@@ -285,15 +285,10 @@ impl Catalogue {
                 let tools = tool_defs
                     .iter()
                     .zip(&compiled)
-                    .filter(|(_, c)| dialect.structured_content_any_json() || c.object_schemas)
+                    .filter(|(_, c)| dialect.offers_tool(c.object_schemas))
                     .map(|(def, _)| {
                         let mut def = def.clone();
                         dialect.shape_component(&mut def);
-                        for key in ["inputSchema", "outputSchema"] {
-                            if let Some(s) = def.get_mut(key) {
-                                dialect.shape_schema(s);
-                            }
-                        }
                         Value::Object(def)
                     })
                     .collect();

@@ -16,7 +16,7 @@ use super::error::HandlerError;
 use super::input::{InputRequest, InputRequired};
 use super::pending::PendingRequests;
 use crate::protocol::jsonrpc::{notification_message, request_message};
-use crate::protocol::{Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
+use crate::protocol::{Asking, Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
 
 /// The authenticated caller of a request, as the application's authenticator named it.
 ///
@@ -180,8 +180,9 @@ impl RequestContext {
         self.inner.init.principal.as_ref()
     }
 
-    /// The client capabilities declared on this request (2026-07-28). Initialize-era
-    /// requests carry none: a stateless server keeps nothing from `initialize`.
+    /// The client capabilities declared on this request (2026-07-28), or at `initialize`
+    /// on a connection that holds them (stdio). Initialize-era requests over HTTP carry
+    /// none: a stateless server keeps nothing from `initialize`.
     #[must_use]
     pub fn client_capabilities(&self) -> Option<&Map<String, Value>> {
         self.inner.init.meta.client_capabilities.as_ref()
@@ -302,7 +303,7 @@ impl RequestContext {
         requests: impl IntoIterator<Item = (String, InputRequest)>,
     ) -> Result<Map<String, Value>, HandlerError> {
         let requests: Vec<(String, InputRequest)> = requests.into_iter().collect();
-        if !self.inner.init.dialect.is_stateless() {
+        if self.inner.init.dialect.asking() == Asking::ServerRequests {
             let mut out = Map::new();
             for (key, request) in requests {
                 let answer = self.ask_client(&request).await?;
@@ -348,15 +349,24 @@ impl RequestContext {
                 "server-to-client requests are not enabled on this server",
             ));
         };
-        let id = pending.mint();
-        let rx = pending.register(&id);
-        let mut params = request.params().clone();
-        if !self.inner.init.dialect.has_url_elicitation() {
-            // 2025-06-18 elicitation has no `mode` (form is the only kind).
-            if let Some(p) = params.as_object_mut() {
-                p.remove("mode");
+        // A connection that knows what the client declared at `initialize` (stdio) asks
+        // only for what it declared.
+        if let Some(caps) = self.client_capabilities() {
+            if !request.allowed_by(Some(caps)) {
+                let (name, _) = request.required_capability();
+                return Err(unavailable(&format!(
+                    "the client did not declare the {name} capability"
+                )));
             }
         }
+        let mut params = request.params().clone();
+        self.inner
+            .init
+            .dialect
+            .shape_server_request(request.method(), &mut params)
+            .map_err(unavailable)?;
+        let id = pending.mint();
+        let rx = pending.register(&id);
         let message = request_message(
             &RequestId::String(id.as_str().into()),
             request.method(),

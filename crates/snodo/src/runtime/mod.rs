@@ -245,6 +245,16 @@ impl Runtime {
             .find(|d| d.is_stateless())
     }
 
+    /// The enabled dialect whose requests carry no version header (2025-03-26), if any:
+    /// what a request without `MCP-Protocol-Version` is taken to speak.
+    pub(crate) fn headerless_dialect(&self) -> Option<&'static Dialect> {
+        self.inner
+            .dialects
+            .iter()
+            .copied()
+            .find(|d| !d.has_version_header())
+    }
+
     /// The first enabled initialize-era dialect, if any.
     pub(crate) fn first_initialize_dialect(&self) -> Option<&'static Dialect> {
         self.inner

@@ -70,11 +70,7 @@ fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) -> R
 impl ParamHeader {
     /// Checks the header against the argument value. `header` is the decoded header
     /// value, if the header was sent.
-    pub fn check(
-        &self,
-        arguments: Option<&Value>,
-        header: Option<&str>,
-    ) -> Result<(), RpcError> {
+    pub fn check(&self, arguments: Option<&Value>, header: Option<&str>) -> Result<(), RpcError> {
         let mut value = arguments;
         for key in &self.path {
             value = value.and_then(|v| v.get(key));

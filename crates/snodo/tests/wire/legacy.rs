@@ -240,15 +240,19 @@ async fn legacy_dialects_are_off_unless_enabled() {
 
     for rt in [default, explicit] {
         let s = TestServer::start(rt).await;
-        // initialize from a 2025 client: answered by the 2026 rules.
+        // initialize from a 2025 client: `-32022` naming what this server speaks
+        // (2026-07-28 basic/versioning), with a message an operator can act on.
         let r = initialize(&s, json!(1), V25).await;
-        let e = assert_refused(&r, 400, -32020, &json!(1));
+        let e = assert_refused(&r, 400, -32022, &json!(1));
+        assert_eq!(e["data"], json!({"supported": [V26], "requested": V25}));
+        let message = e["message"].as_str().unwrap();
         assert!(
-            e["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("Missing MCP-Protocol-Version"),
+            message.contains("speaks only 2026-07-28") && message.contains("proposed 2025-11-25"),
             "{e}"
+        );
+        assert!(
+            !message.contains("header"),
+            "not a message about a header: {e}"
         );
         assert_valid(V26, "initialize", &r);
         // A later request naming a 2025 version: not a version this server speaks.

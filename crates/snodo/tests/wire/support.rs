@@ -396,7 +396,7 @@ pub fn assert_schema(revision: &str, definition: &str, instance: &Value) {
 }
 
 /// The result definition of a method.
-fn result_definition(method: &str) -> &'static str {
+pub fn result_definition(method: &str) -> &'static str {
     match method {
         "initialize" => "InitializeResult",
         "server/discover" => "DiscoverResult",
@@ -428,7 +428,7 @@ pub fn assert_valid(revision: &str, method: &str, reply: &Reply) {
     let m = reply.message();
     if m.get("error").is_some() {
         let def = match revision {
-            "2025-06-18" => "JSONRPCError",
+            "2025-06-18" | "2025-03-26" => "JSONRPCError",
             _ => "JSONRPCErrorResponse",
         };
         assert_schema(revision, def, &m);

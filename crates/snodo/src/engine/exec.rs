@@ -1,0 +1,318 @@
+//! One admitted request, executing: it yields its notification messages (progress,
+//! logs, initialize-era server requests) in order, then how it ended.
+//!
+//! Every execution has a cancellation token, cancelled when the transport drops it (the
+//! client went away), when a `notifications/cancelled` names it, when the deadline
+//! passes or when the engine cancels everything. A cancelled request sends no result.
+
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::Engine;
+use super::inflight::{InFlight, Registration};
+use crate::protocol::jsonrpc::error_message;
+use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId, RpcError};
+use crate::router::{Answer, Call};
+use crate::runtime::context::{ContextInit, Principal};
+use crate::runtime::pending::PendingRequests;
+
+/// Queue depth between a handler and its transport.
+const STREAM_DEPTH: usize = 32;
+
+/// How long a cancelled handler may keep running to observe its cancellation.
+const CANCEL_GRACE: Duration = Duration::from_millis(250);
+
+/// How an execution ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    Done(Answer),
+    Cancelled,
+    TimedOut,
+}
+
+impl Ended {
+    /// The final JSON-RPC message; `None` for a cancelled request, which sends no result.
+    pub(crate) fn message(&self, id: &RequestId) -> Option<Bytes> {
+        match self {
+            Self::Done(Ok(result)) => Some(result.message(id)),
+            Self::Done(Err(e)) => Some(error_message(Some(id), e)),
+            Self::TimedOut => Some(error_message(Some(id), &timeout_error())),
+            Self::Cancelled => None,
+        }
+    }
+}
+
+/// The error of a request whose deadline passed.
+pub(crate) fn timeout_error() -> RpcError {
+    RpcError::internal("Request execution timed out")
+}
+
+/// The error of a request refused because every slot is busy and the queue is full.
+pub(crate) fn overloaded_error() -> RpcError {
+    RpcError::internal("Server overloaded: too many requests in flight; retry later")
+}
+
+/// Why an execution did not start.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// Every slot is busy and the queue is full.
+    Overloaded,
+    /// The deadline passed while waiting for a slot.
+    TimedOut,
+}
+
+/// What the connection a request arrived on holds for the initialize era.
+#[derive(Debug)]
+pub(crate) enum Held<'a> {
+    /// Nothing (HTTP, one request per message): the runtime's log level and its
+    /// process-wide registry of server requests (when enabled).
+    Nothing,
+    /// A connection (stdio): the level `logging/setLevel` set, and the connection's own
+    /// registry of server requests (`None`: the client declared no capability to ask).
+    Connection {
+        log_level: Option<LogLevel>,
+        server_requests: Option<(&'a Arc<PendingRequests>, Duration)>,
+    },
+}
+
+/// How a transport starts an execution.
+#[derive(Debug)]
+pub(crate) struct Options<'a> {
+    /// Who asked (from the application's authenticator), as handlers see it.
+    pub(crate) principal: Option<Principal>,
+    /// Where `notifications/cancelled` finds this request, and under which key (`None`:
+    /// the principal's own).
+    pub(crate) cancel_by: Option<(&'a Arc<InFlight>, Option<&'a Principal>)>,
+    /// What the connection holds.
+    pub(crate) held: Held<'a>,
+}
+
+/// What an execution yields next.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// A notification (or initialize-era server request) for this request.
+    Message(Bytes),
+    /// The handler is done; messages it queued last are in [`Execution::drain`].
+    Ended(Ended),
+}
+
+type Work = Pin<Box<dyn Future<Output = Ended> + Send>>;
+
+/// A running request. Dropping it cancels the handler.
+pub(crate) struct Execution {
+    id: RequestId,
+    dialect: &'static Dialect,
+    work: Option<Work>,
+    rx: Option<mpsc::Receiver<Bytes>>,
+    cancel: CancellationToken,
+    guard: Option<DropGuard>,
+    /// The execution slot and the cancellation registration, released when it ends.
+    held: Option<(Option<Registration>, OwnedSemaphorePermit)>,
+}
+
+impl std::fmt::Debug for Execution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Execution")
+            .field("id", &self.id)
+            .field("dialect", &self.dialect.version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Execution {
+    /// Takes an execution slot (waiting at most until the deadline) and starts `call`.
+    pub(crate) async fn start(
+        engine: &Arc<Engine>,
+        id: RequestId,
+        mut call: Call,
+        options: Options<'_>,
+    ) -> Result<Self, Refused> {
+        let deadline = Instant::now() + engine.limits.request_timeout;
+        // A free slot is taken at once, without arming a timer for the wait.
+        let slot = match engine.gate.try_enter() {
+            Some(slot) => slot,
+            None => match tokio::time::timeout_at(deadline, engine.gate.enter()).await {
+                Ok(Ok(slot)) => slot,
+                Ok(Err(_)) => return Err(Refused::Overloaded),
+                Err(_) => return Err(Refused::TimedOut),
+            },
+        };
+        let runtime = &engine.runtime;
+        let dialect = call.dialect;
+        let log_threshold = if dialect.log_levels() == LogLevels::PerRequest {
+            call.meta.log_level
+        } else {
+            match &options.held {
+                Held::Nothing => runtime.inner.legacy_log_level,
+                Held::Connection { log_level, .. } => *log_level,
+            }
+        };
+        let server_requests = if dialect.asking() == Asking::ServerRequests {
+            match &options.held {
+                Held::Nothing => runtime
+                    .inner
+                    .server_requests
+                    .map(|t| (runtime.inner.pending.clone(), t)),
+                Held::Connection {
+                    server_requests, ..
+                } => server_requests.map(|(p, t)| (Arc::clone(p), t)),
+            }
+        } else {
+            None
+        };
+        let streams = call.meta.progress_token.is_some()
+            || log_threshold.is_some()
+            || server_requests.is_some();
+        // An independent token, not a child of `engine.root`: creating and dropping a
+        // child locks the root's mutex, one global lock per request across all workers.
+        // Shutdown still reaches the execution: a request that starts after `cancel_all`
+        // starts cancelled, and one that has to wait also waits on `engine.root`.
+        let cancel = CancellationToken::new();
+        if engine.cancelled_all.load(Ordering::Acquire) {
+            cancel.cancel();
+        }
+        let registration = options.cancel_by.and_then(|(registry, key)| {
+            InFlight::register(registry, key.or(options.principal.as_ref()), &id, &cancel)
+        });
+        let (tx, rx) = if streams {
+            let (tx, rx) = mpsc::channel(STREAM_DEPTH);
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let init = ContextInit {
+            dialect,
+            id: id.clone(),
+            meta: std::mem::take(&mut call.meta),
+            principal: options.principal,
+            cancel: cancel.clone(),
+            sink: tx,
+            log_threshold,
+            server_requests,
+            runtime: runtime.clone(),
+        };
+        // Boxed: a transport may move the execution into a task.
+        let work: Work = Box::pin(run(
+            Arc::clone(engine),
+            call,
+            init,
+            cancel.clone(),
+            deadline,
+        ));
+        let guard = cancel.clone().drop_guard();
+        Ok(Self {
+            id,
+            dialect,
+            work: Some(work),
+            rx,
+            cancel,
+            guard: Some(guard),
+            held: Some((registration, slot)),
+        })
+    }
+
+    /// The request id.
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The request's dialect.
+    pub(crate) fn dialect(&self) -> &'static Dialect {
+        self.dialect
+    }
+
+    /// Whether the execution was cancelled (its transport writes nothing more for it).
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The next message, or the end. Cancel-safe. Not to be called after `Ended`.
+    pub(crate) async fn next(&mut self) -> Step {
+        let Some(work) = self.work.as_mut() else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            biased;
+            ended = work => {
+                self.work = None;
+                if let Some(g) = self.guard.take() {
+                    g.disarm();
+                }
+                self.held = None;
+                Step::Ended(ended)
+            }
+            Some(m) = next_message(&mut self.rx) => Step::Message(m),
+        }
+    }
+
+    /// The messages the handler queued before it ended.
+    pub(crate) fn drain(&mut self) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if let Some(rx) = self.rx.as_mut() {
+            while let Ok(m) = rx.try_recv() {
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    /// The client went away: cancels, and lets the handler wind down.
+    pub(crate) async fn abandon(mut self) {
+        if let Some(g) = self.guard.take() {
+            g.disarm().cancel();
+        }
+        if let Some(work) = self.work.take() {
+            let _ = work.await;
+        }
+    }
+}
+
+/// Runs the handler until it finishes, is cancelled or misses its deadline. A cancelled
+/// handler gets a short grace period to observe its token and wind down.
+async fn run(
+    engine: Arc<Engine>,
+    call: Call,
+    init: ContextInit,
+    cancel: CancellationToken,
+    deadline: Instant,
+) -> Ended {
+    // On the stack of this future, which `start` already boxes.
+    let mut dispatch = pin!(engine.runtime.dispatch(call, init));
+    // Most handlers finish on their first poll: poll once before arming the deadline
+    // timer and waiting on the shutdown token, which only work that waits needs.
+    let first = poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;
+    let ended = match first {
+        // A cancellation that came first still wins: a cancelled request sends no result.
+        Poll::Ready(_) if cancel.is_cancelled() => return Ended::Cancelled,
+        Poll::Ready(out) => return Ended::Done(out),
+        Poll::Pending => tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
+            () = cancel.cancelled() => Ended::Cancelled,
+            () = engine.root.cancelled() => Ended::Cancelled,
+            out = &mut dispatch => Ended::Done(out),
+        },
+    };
+    if !matches!(ended, Ended::Done(_)) {
+        cancel.cancel();
+        let _ = tokio::time::timeout(CANCEL_GRACE, &mut dispatch).await;
+    }
+    ended
+}
+
+/// The next message of an optional stream (pending forever without one).
+async fn next_message(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}

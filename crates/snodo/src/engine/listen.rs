@@ -1,0 +1,222 @@
+//! `subscriptions/listen` (2026-07-28): a subscription that first acknowledges itself,
+//! then yields only the change notifications the client opted into, each tagged with
+//! the subscription id, and ends with a result when the engine shuts down.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::Engine;
+use crate::protocol::jsonrpc::{notification_message, result_message};
+use crate::protocol::meta::SERVER_INFO_KEY;
+use crate::protocol::{RequestId, RpcError};
+use crate::router::Call;
+use crate::runtime::events::Change;
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// Most resource URIs one subscription may watch.
+const MAX_WATCHED: usize = 1000;
+
+/// What one subscription delivers.
+#[derive(Debug, Default)]
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    watched: Vec<String>,
+}
+
+impl Filter {
+    /// The requested filter, narrowed to what this server advertises.
+    fn accept(call: &Call, engine: &Engine) -> Result<Self, RpcError> {
+        let caps = engine.runtime.inner.capabilities;
+        let Some(requested) = call.params.get("notifications").and_then(Value::as_object) else {
+            return Err(RpcError::invalid_params("notifications must be an object"));
+        };
+        let flag = |key: &str| match requested.get(key) {
+            None | Some(Value::Bool(false)) => Ok(false),
+            Some(Value::Bool(true)) => Ok(true),
+            Some(_) => Err(RpcError::invalid_params(format!(
+                "notifications.{key} must be a boolean"
+            ))),
+        };
+        let watched = match requested.get("resourceSubscriptions") {
+            None => Vec::new(),
+            Some(Value::Array(uris)) if uris.len() <= MAX_WATCHED => uris
+                .iter()
+                .map(|u| u.as_str().filter(|u| u.contains(':')).map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    RpcError::invalid_params("resourceSubscriptions must hold absolute URIs")
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "resourceSubscriptions must be an array of at most {MAX_WATCHED} URIs"
+                )));
+            }
+        };
+        Ok(Self {
+            tools: flag("toolsListChanged")? && caps.list_changed && caps.tools,
+            prompts: flag("promptsListChanged")? && caps.list_changed && caps.prompts,
+            resources: flag("resourcesListChanged")? && caps.list_changed && caps.resources,
+            watched: if caps.subscribe { watched } else { Vec::new() },
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        for (on, key) in [
+            (self.tools, "toolsListChanged"),
+            (self.prompts, "promptsListChanged"),
+            (self.resources, "resourcesListChanged"),
+        ] {
+            if on {
+                out.insert(key.into(), Value::Bool(true));
+            }
+        }
+        if !self.watched.is_empty() {
+            out.insert("resourceSubscriptions".into(), json!(self.watched));
+        }
+        Value::Object(out)
+    }
+
+    /// The notification for `change`, if this subscription asked for it.
+    fn message(&self, change: &Change, id: &RequestId) -> Option<Bytes> {
+        let meta = json!({ SUBSCRIPTION_ID: id });
+        let (method, params) = match change {
+            Change::ToolsListChanged if self.tools => {
+                ("notifications/tools/list_changed", json!({"_meta": meta}))
+            }
+            Change::PromptsListChanged if self.prompts => {
+                ("notifications/prompts/list_changed", json!({"_meta": meta}))
+            }
+            Change::ResourcesListChanged if self.resources => (
+                "notifications/resources/list_changed",
+                json!({"_meta": meta}),
+            ),
+            Change::ResourceUpdated(uri) if self.watched.iter().any(|w| **w == **uri) => (
+                "notifications/resources/updated",
+                json!({"_meta": meta, "uri": uri.as_ref()}),
+            ),
+            _ => return None,
+        };
+        Some(notification_message(method, &params))
+    }
+}
+
+/// Keeps the count of open subscriptions.
+#[derive(Debug)]
+struct Slot(Arc<Engine>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.listeners.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a subscription yields next.
+#[derive(Debug)]
+pub(crate) enum ListenStep {
+    /// Notifications to deliver, in order (the acknowledgement first).
+    Messages(Vec<Bytes>),
+    /// The engine shuts down: the listen request's final result.
+    Closing(Bytes),
+    /// The change feed is gone: end without a result.
+    Gone,
+}
+
+/// An open `subscriptions/listen` request.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    id: RequestId,
+    filter: Filter,
+    changes: broadcast::Receiver<Change>,
+    ack: Option<Bytes>,
+    server_info: Option<Value>,
+    _slot: Slot,
+}
+
+impl Subscription {
+    /// Opens a subscription; the error says whether the capacity is exhausted (`true`)
+    /// or the request is refused.
+    pub(crate) fn open(
+        engine: &Arc<Engine>,
+        id: RequestId,
+        call: &Call,
+    ) -> Result<Self, (RpcError, bool)> {
+        let caps = engine.runtime.inner.capabilities;
+        if !caps.list_changed && !caps.subscribe {
+            return Err((RpcError::method_not_found(&call.method_name), false));
+        }
+        let filter = Filter::accept(call, engine).map_err(|e| (e, false))?;
+        if engine.listeners.fetch_add(1, Ordering::AcqRel) >= engine.limits.max_listen_streams {
+            engine.listeners.fetch_sub(1, Ordering::AcqRel);
+            return Err((
+                RpcError::internal("Server subscription capacity exhausted; retry later"),
+                true,
+            ));
+        }
+        let slot = Slot(Arc::clone(engine));
+        let changes = engine.runtime.subscribe_changes();
+        let ack = json!({"_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
+        let ack = notification_message("notifications/subscriptions/acknowledged", &ack);
+        // The server info as the request's own dialect publishes it.
+        let server_info = engine
+            .runtime
+            .catalogue()
+            .view(call.dialect)
+            .map(|v| v.server_info.clone());
+        Ok(Self {
+            id,
+            filter,
+            changes,
+            ack: Some(ack),
+            server_info,
+            _slot: slot,
+        })
+    }
+
+    /// The subscription id (the listen request's id).
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The next messages, or the end. Cancel-safe.
+    pub(crate) async fn next(&mut self, engine: &Engine) -> ListenStep {
+        if let Some(ack) = self.ack.take() {
+            return ListenStep::Messages(vec![ack]);
+        }
+        loop {
+            let out = tokio::select! {
+                biased;
+                () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result()),
+                change = self.changes.recv() => match change {
+                    Ok(change) => self.filter.message(&change, &self.id).into_iter().collect(),
+                    // Fell behind: every watched list may have changed.
+                    Err(RecvError::Lagged(_)) => [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
+                        .iter()
+                        .filter_map(|c| self.filter.message(c, &self.id))
+                        .collect(),
+                    Err(RecvError::Closed) => return ListenStep::Gone,
+                },
+            };
+            let out: Vec<Bytes> = out;
+            if !out.is_empty() {
+                return ListenStep::Messages(out);
+            }
+        }
+    }
+
+    /// The result that ends the subscription.
+    fn final_result(&self) -> Bytes {
+        let mut meta = json!({ SUBSCRIPTION_ID: self.id });
+        if let Some(info) = &self.server_info {
+            meta[SERVER_INFO_KEY] = info.clone();
+        }
+        let result = json!({"resultType": "complete", "_meta": meta}).to_string();
+        result_message(&self.id, &result)
+    }
+}

@@ -1,0 +1,139 @@
+//! The transport-neutral execution layer that every transport drives.
+//!
+//! Sans-IO in the sense of quinn-proto and rustls: nothing here reads a socket or frames a
+//! message. An [`Engine`] is shared by every request of one endpoint (an HTTP service, a
+//! stdio connection): the runtime, the execution gate, the cancellation registry and the
+//! shutdown tokens. A transport admits a message ([`admit`]), then drives
+//!
+//! - an [`Execution`]: a request's notification messages, then its outcome;
+//! - a [`Subscription`]: a `subscriptions/listen` request's messages, then its end.
+//!
+//! and adds only its framing (JSON/SSE and statuses on HTTP; lines on stdio).
+
+pub(crate) mod admit;
+mod exec;
+mod gate;
+mod inflight;
+mod listen;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::Deserialize as _;
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use exec::{
+    Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
+};
+pub(crate) use inflight::InFlight;
+pub(crate) use listen::{ListenStep, Subscription};
+
+use crate::protocol::RequestId;
+use crate::protocol::params::SplitParams;
+use crate::runtime::Runtime;
+use crate::runtime::context::Principal;
+use gate::Gate;
+
+/// The bounds an endpoint's executions run under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Requests executing at once.
+    pub(crate) max_concurrent: usize,
+    /// Requests waiting for an execution slot.
+    pub(crate) max_queued: usize,
+    /// Deadline of one request, queueing included.
+    pub(crate) request_timeout: Duration,
+    /// Open `subscriptions/listen` subscriptions at once.
+    pub(crate) max_listen_streams: usize,
+}
+
+/// What every request of one endpoint shares.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) runtime: Runtime,
+    pub(crate) limits: Limits,
+    gate: Gate,
+    /// The endpoint's registry of cancellable requests (HTTP: by principal).
+    pub(crate) inflight: Arc<InFlight>,
+    /// Cancelled by [`Engine::cancel_all`]: executions that wait also wait on it.
+    root: CancellationToken,
+    /// Set by [`Engine::cancel_all`] before `root` is cancelled: executions that start
+    /// later start cancelled. A plain load, where `root.is_cancelled()` would lock the
+    /// root's mutex on every request.
+    cancelled_all: AtomicBool,
+    /// Cancelled when shutdown begins: long-lived subscriptions end at once.
+    closing: CancellationToken,
+    /// Open `subscriptions/listen` subscriptions.
+    listeners: AtomicUsize,
+}
+
+impl Engine {
+    pub(crate) fn new(runtime: Runtime, limits: Limits) -> Self {
+        Self {
+            runtime,
+            limits,
+            gate: Gate::new(limits.max_concurrent, limits.max_queued),
+            inflight: Arc::new(InFlight::default()),
+            root: CancellationToken::new(),
+            cancelled_all: AtomicBool::new(false),
+            closing: CancellationToken::new(),
+            listeners: AtomicUsize::new(0),
+        }
+    }
+
+    /// Ends every subscription with its final result (shutdown begins).
+    pub(crate) fn begin_shutdown(&self) {
+        self.closing.cancel();
+    }
+
+    /// Cancels every request still executing (after the shutdown drain period).
+    pub(crate) fn cancel_all(&self) {
+        self.cancelled_all.store(true, Ordering::Release);
+        self.root.cancel();
+    }
+}
+
+/// A client's answer to a server-to-client request: its `result`, or its `error` object.
+pub(crate) fn client_answer(
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) -> crate::runtime::pending::Answer {
+    let parse = |raw: Option<&RawValue>| {
+        raw.and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or_default()
+    };
+    if error.is_some() {
+        Err(parse(error))
+    } else {
+        Ok(parse(result))
+    }
+}
+
+/// Reads a `notifications/cancelled`: the request id it names, if well-formed.
+/// Malformed cancellations (a bad id, a non-string reason) name nothing.
+pub(crate) fn cancelled_id(params: Option<&SplitParams>) -> Option<RequestId> {
+    let params = params?;
+    let reason_ok = params
+        .rest
+        .get("reason")
+        .is_none_or(|r| r.is_string() || r.is_null());
+    let id = params
+        .rest
+        .get("requestId")
+        .and_then(|id| RequestId::deserialize(id).ok());
+    id.filter(|_| reason_ok)
+}
+
+/// Cancels the caller's in-flight request named by a `notifications/cancelled`
+/// (HTTP: the registry is keyed by principal; anonymous callers cancel nothing).
+pub(crate) fn cancel_by_notification(
+    engine: &Engine,
+    principal: Option<&Principal>,
+    params: Option<SplitParams>,
+) {
+    if let (Some(principal), Some(id)) = (principal, cancelled_id(params.as_ref())) {
+        engine.inflight.cancel(principal, &id);
+    }
+}
