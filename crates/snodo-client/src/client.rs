@@ -232,6 +232,17 @@ impl ClientBuilder {
         self.finish(t).await
     }
 
+    /// Speaks newline-delimited JSON-RPC on a byte stream the caller set up, e.g. one end
+    /// of a [`tokio::io::duplex`] whose other end runs [`snodo::stdio::serve_stream`].
+    pub async fn connect_stream<R, W>(self, reader: R, writer: W) -> Result<Client, ClientError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let t = StdioTransport::over(reader, writer, None);
+        self.finish(t).await
+    }
+
     /// Drives `service` directly, in process: real HTTP semantics, no socket.
     pub async fn connect_in_process(
         self,

@@ -1,4 +1,4 @@
-//! A child process over stdio: newline-delimited JSON-RPC on its stdin and stdout.
+//! A child process over stdio, or any byte stream: newline-delimited JSON-RPC.
 //!
 //! One reader task sorts what the child writes: answers go to the waiting request (by
 //! id), progress to the request that owns the token, everything else (server requests,
@@ -13,8 +13,8 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use snodo::protocol::RequestId;
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use crate::error::ClientError;
@@ -31,9 +31,14 @@ struct Routes {
     closed: bool,
 }
 
+/// The byte-stream half the client writes to.
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+/// The byte-stream half the client reads from.
+type Reader = BufReader<Box<dyn AsyncRead + Send + Unpin>>;
+
 /// The stdio connector.
 pub(crate) struct StdioTransport {
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<Option<Writer>>,
     child: tokio::sync::Mutex<Option<Child>>,
     routes: Arc<Mutex<Routes>>,
     unsolicited: Mutex<Option<mpsc::Receiver<Value>>>,
@@ -55,24 +60,38 @@ impl StdioTransport {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| ClientError::Transport(format!("cannot start {program:?}: {e}")))?;
-        let stdin = child.stdin.take();
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| ClientError::Transport("the child has no stdin".into()))?;
         let stdout = child
             .stdout
             .take()
             .ok_or_else(|| ClientError::Transport("the child has no stdout".into()))?;
+        Ok(Self::over(stdout, stdin, Some(child)))
+    }
+
+    /// Speaks on `reader`/`writer` (e.g. one end of a `tokio::io::duplex`).
+    pub(crate) fn over(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        child: Option<Child>,
+    ) -> Arc<Self> {
+        let reader: Box<dyn AsyncRead + Send + Unpin> = Box::new(reader);
+        let writer: Writer = Box::new(writer);
         let routes = Arc::new(Mutex::new(Routes::default()));
         let (tx, rx) = mpsc::channel(256);
         let (cancel_tx, cancel_rx) = mpsc::unbounded_channel();
         let t = Arc::new(Self {
-            stdin: tokio::sync::Mutex::new(stdin),
-            child: tokio::sync::Mutex::new(Some(child)),
+            stdin: tokio::sync::Mutex::new(Some(writer)),
+            child: tokio::sync::Mutex::new(child),
             routes: routes.clone(),
             unsolicited: Mutex::new(Some(rx)),
             cancel_tx,
         });
-        tokio::spawn(read_loop(BufReader::new(stdout), routes, tx));
+        tokio::spawn(read_loop(BufReader::new(reader), routes, tx));
         tokio::spawn(cancel_loop(Arc::downgrade(&t), cancel_rx));
-        Ok(t)
+        t
     }
 
     async fn write(&self, body: &[u8]) -> Result<(), ClientError> {
@@ -106,10 +125,7 @@ async fn cancel_loop(
     }
 }
 
-async fn read_line(
-    r: &mut BufReader<tokio::process::ChildStdout>,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<bool> {
+async fn read_line(r: &mut Reader, buf: &mut Vec<u8>) -> std::io::Result<bool> {
     buf.clear();
     loop {
         let avail = r.fill_buf().await?;
@@ -132,11 +148,7 @@ async fn read_line(
     }
 }
 
-async fn read_loop(
-    mut r: BufReader<tokio::process::ChildStdout>,
-    routes: Arc<Mutex<Routes>>,
-    unsolicited: mpsc::Sender<Value>,
-) {
+async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc::Sender<Value>) {
     let mut buf = Vec::new();
     while let Ok(true) = read_line(&mut r, &mut buf).await {
         let text = String::from_utf8_lossy(&buf);
