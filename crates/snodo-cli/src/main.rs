@@ -1,8 +1,11 @@
 //! The `snodo` command: `snodo serve` runs a demo MCP server over a folder;
-//! `snodo fixture` runs the conformance fixture.
+//! `snodo fixture` runs the conformance fixture; `snodo client` sends one request to
+//! any MCP server.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "client")]
+mod client;
 mod demo;
 mod fixture;
 
@@ -62,6 +65,10 @@ enum Command {
         #[arg(long)]
         stdio: bool,
     },
+    /// Send one request to an MCP server and print the result as JSON (list methods
+    /// follow every page).
+    #[cfg(feature = "client")]
+    Client(client::ClientArgs),
     /// Serve the official conformance fixture.
     Fixture {
         /// Address to listen on.
@@ -146,6 +153,8 @@ async fn run(cli: Cli) -> Result<(), String> {
                 stdio,
             )
         }
+        #[cfg(feature = "client")]
+        Command::Client(_) => return Err("snodo client runs from main".into()),
         Command::Fixture {
             addr,
             protocols,
@@ -204,6 +213,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    #[cfg(feature = "client")]
+    if let Command::Client(args) = cli.command {
+        let code = rt.block_on(client::run(args));
+        rt.shutdown_timeout(std::time::Duration::from_millis(200));
+        return code;
+    }
     let outcome = rt.block_on(run(cli));
     // Do not wait for a blocked stdin read (stdio mode ended by a signal).
     rt.shutdown_timeout(std::time::Duration::from_millis(200));

@@ -66,9 +66,14 @@ impl Sender for Hyper {
             fut.await
                 .map(|r| r.map(|b| b.map_err(Into::into).boxed()))
                 .map_err(|e| {
-                    use std::error::Error as _;
-                    let cause = e.source().map(|s| format!(": {s}")).unwrap_or_default();
-                    ClientError::Transport(format!("{e}{cause}"))
+                    let mut text = e.to_string();
+                    let mut cause = std::error::Error::source(&e);
+                    while let Some(c) = cause {
+                        text.push_str(": ");
+                        text.push_str(&c.to_string());
+                        cause = c.source();
+                    }
+                    ClientError::Transport(text)
                 })
         })
     }
