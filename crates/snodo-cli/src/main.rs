@@ -6,6 +6,8 @@
 
 #[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "client")]
+mod client_conformance;
 mod demo;
 mod fixture;
 
@@ -69,6 +71,14 @@ enum Command {
     /// follow every page).
     #[cfg(feature = "client")]
     Client(client::ClientArgs),
+    /// The client driver for the official conformance runner (reads
+    /// MCP_CONFORMANCE_SCENARIO, _PROTOCOL_VERSION and _CONTEXT).
+    #[cfg(feature = "client")]
+    #[command(hide = true)]
+    ClientConformance {
+        /// The scenario's server URL.
+        url: String,
+    },
     /// Serve the official conformance fixture.
     Fixture {
         /// Address to listen on.
@@ -154,7 +164,9 @@ async fn run(cli: Cli) -> Result<(), String> {
             )
         }
         #[cfg(feature = "client")]
-        Command::Client(_) => return Err("snodo client runs from main".into()),
+        Command::Client(_) | Command::ClientConformance { .. } => {
+            return Err("snodo client runs from main".into());
+        }
         Command::Fixture {
             addr,
             protocols,
@@ -216,6 +228,12 @@ fn main() -> ExitCode {
     #[cfg(feature = "client")]
     if let Command::Client(args) = cli.command {
         let code = rt.block_on(client::run(args));
+        rt.shutdown_timeout(std::time::Duration::from_millis(200));
+        return code;
+    }
+    #[cfg(feature = "client")]
+    if let Command::ClientConformance { url } = &cli.command {
+        let code = rt.block_on(client_conformance::run(url));
         rt.shutdown_timeout(std::time::Duration::from_millis(200));
         return code;
     }

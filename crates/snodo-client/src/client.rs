@@ -460,14 +460,17 @@ impl Client {
             match result {
                 Err(ClientError::Protocol(e))
                     if st.stateless
-                        && !st.pinned
                         && !retried_version
                         && e.code() == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
                 {
+                    // Retry once with the newest version both sides list (a pinned
+                    // client only with its own version, e.g. after a transient refusal).
                     retried_version = true;
                     match crate::negotiate::pick_modern(e.data()) {
-                        Some(v) => self.set_state(|s| s.version = v),
-                        None => return Err(ClientError::Protocol(e)),
+                        Some(v) if !st.pinned || v == st.version => {
+                            self.set_state(|s| s.version = v);
+                        }
+                        _ => return Err(ClientError::Protocol(e)),
                     }
                 }
                 Err(e) => return Err(e),

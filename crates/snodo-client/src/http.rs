@@ -16,6 +16,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method as HttpMethod, Request, Re
 use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
 use serde_json::Value;
 use snodo::protocol::RequestId;
+use tokio::sync::mpsc;
 
 use crate::error::ClientError;
 use crate::sse::{MAX_EVENT, SseReader};
@@ -28,6 +29,8 @@ const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
 const VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// How long opening the standalone stream may delay the first request.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
 /// How many times one broken SSE answer is resumed.
 const MAX_RESUMES: usize = 5;
 
@@ -103,10 +106,24 @@ pub(crate) struct HttpTransport {
     extra: HeaderMap,
     session: Mutex<Option<HeaderValue>>,
     version: Mutex<Option<String>>,
+    /// Where the standalone `GET` stream's messages go.
+    unsolicited_tx: mpsc::Sender<Value>,
+    unsolicited_rx: Mutex<Option<mpsc::Receiver<Value>>>,
+    /// The task reading the standalone stream.
+    listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        if let Some(task) = self.listener.get_mut().ok().and_then(Option::take) {
+            task.abort();
+        }
+    }
 }
 
 impl HttpTransport {
     pub(crate) fn new(sender: Arc<dyn Sender>, url: Uri, extra: HeaderMap) -> Self {
+        let (tx, rx) = mpsc::channel(256);
         let host = url
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
@@ -117,6 +134,9 @@ impl HttpTransport {
             extra,
             session: Mutex::new(None),
             version: Mutex::new(None),
+            unsolicited_tx: tx,
+            unsolicited_rx: Mutex::new(Some(rx)),
+            listener: Mutex::new(None),
         }
     }
 
@@ -170,6 +190,59 @@ impl HttpTransport {
             }
         }
         Ok(resp)
+    }
+
+    /// Opens the standalone `GET` stream: waits (at most [`LISTEN_WAIT`]) for its
+    /// response head, then reads it in a task until close.
+    async fn open_listener(&self) {
+        let version = self.version.lock().ok().and_then(|v| v.clone());
+        let Ok(req) = self
+            .base(HttpMethod::GET, version.as_deref())
+            .header(ACCEPT, "text/event-stream")
+            .body(Full::new(Bytes::new()))
+        else {
+            return;
+        };
+        let sender = self.sender.clone();
+        let tx = self.unsolicited_tx.clone();
+        let (opened_tx, opened) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let resp = sender.send(req).await;
+            let _ = opened_tx.send(());
+            let Ok(resp) = resp else { return };
+            if !resp.status().is_success() || !is_sse(resp.headers()) {
+                tracing::debug!(status = %resp.status(), "no standalone stream");
+                return;
+            }
+            let mut body = resp.into_body();
+            let mut reader = SseReader::default();
+            while let Some(Ok(frame)) = body.frame().await {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                let Ok(events) = reader.feed(&data) else {
+                    return;
+                };
+                for e in events {
+                    let Ok(v) = serde_json::from_str::<Value>(&e) else {
+                        continue;
+                    };
+                    let mut q = VecDeque::new();
+                    push_messages(v, &mut q);
+                    for m in q {
+                        if tx.send(m).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        if let Ok(mut slot) = self.listener.lock() {
+            if let Some(old) = slot.replace(task) {
+                old.abort();
+            }
+        }
+        let _ = tokio::time::timeout(LISTEN_WAIT, opened).await;
     }
 
     fn resumer(&self) -> Resumer {
@@ -396,8 +469,19 @@ impl Transport for HttpTransport {
         })
     }
 
+    fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
+        self.unsolicited_rx.lock().ok()?.take()
+    }
+
+    fn listen(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.open_listener())
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            if let Some(task) = self.listener.lock().ok().and_then(|mut l| l.take()) {
+                task.abort();
+            }
             if self.session().is_none() {
                 return;
             }

@@ -243,6 +243,7 @@ impl Client {
             };
         });
         self.notify("notifications/initialized", None).await?;
+        self.inner.transport.listen().await;
         if let Some(level) = self.inner.log_level.clone() {
             let has_logging = r.pointer("/capabilities/logging").is_some();
             if has_logging {

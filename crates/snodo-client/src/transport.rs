@@ -54,6 +54,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// Opens the initialize era's standalone stream for server messages that belong to
+    /// no request (HTTP: `GET`; a server without one answers 405). They arrive on
+    /// [`unsolicited`](Self::unsolicited). Returns once the stream is open (or refused).
+    fn listen(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// Ends the connection (HTTP: `DELETE` of a session; stdio: the child exits).
     fn close(&self) -> BoxFuture<'_, ()>;
 }
