@@ -31,6 +31,8 @@ const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// How long opening the standalone stream may delay the first request.
 const LISTEN_WAIT: Duration = Duration::from_secs(2);
+/// How many same-origin redirects one request follows.
+const MAX_REDIRECTS: usize = 3;
 /// How many times one broken SSE answer is resumed.
 const MAX_RESUMES: usize = 5;
 
@@ -101,7 +103,8 @@ impl Sender for InProcess {
 /// The Streamable HTTP connector.
 pub(crate) struct HttpTransport {
     sender: Arc<dyn Sender>,
-    url: Uri,
+    /// The endpoint; a same-origin `307`/`308` redirect moves it for good.
+    url: Mutex<Uri>,
     host: Option<HeaderValue>,
     extra: HeaderMap,
     session: Mutex<Option<HeaderValue>>,
@@ -129,7 +132,7 @@ impl HttpTransport {
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
         Self {
             sender,
-            url,
+            url: Mutex::new(url),
             host,
             extra,
             session: Mutex::new(None),
@@ -145,7 +148,7 @@ impl HttpTransport {
     }
 
     fn base(&self, method: HttpMethod, version: Option<&str>) -> http::request::Builder {
-        let mut b = Request::builder().method(method).uri(self.url.clone());
+        let mut b = Request::builder().method(method).uri(self.url());
         if let Some(h) = &self.host {
             b = b.header(HOST, h.clone());
         }
@@ -182,8 +185,42 @@ impl HttpTransport {
             .map_err(ClientError::transport)
     }
 
+    fn url(&self) -> Uri {
+        self.url
+            .lock()
+            .map(|u| u.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// Where a `307`/`308` answer points, when it stays on the same origin (a POST is
+    /// re-sent there as it was; other origins are not followed: the headers may carry
+    /// credentials).
+    fn redirect_target(&self, resp: &Response<HttpBody>) -> Option<Uri> {
+        if !matches!(resp.status().as_u16(), 307 | 308) {
+            return None;
+        }
+        let loc = resp.headers().get(http::header::LOCATION)?.to_str().ok()?;
+        let cur = self.url();
+        let target: Uri = if loc.starts_with('/') {
+            let mut parts = cur.clone().into_parts();
+            parts.path_and_query = Some(loc.parse().ok()?);
+            Uri::from_parts(parts).ok()?
+        } else {
+            loc.parse().ok()?
+        };
+        (target.scheme() == cur.scheme() && target.authority() == cur.authority()).then_some(target)
+    }
+
     async fn exchange(&self, out: &Outgoing) -> Result<Response<HttpBody>, ClientError> {
-        let resp = self.sender.send(self.post(out)?).await?;
+        let mut resp = self.sender.send(self.post(out)?).await?;
+        for _ in 0..MAX_REDIRECTS {
+            let Some(target) = self.redirect_target(&resp) else { break };
+            let _ = read_all(resp.into_body()).await;
+            if let Ok(mut u) = self.url.lock() {
+                *u = target;
+            }
+            resp = self.sender.send(self.post(out)?).await?;
+        }
         if out.method == "initialize" {
             if let (Some(s), Ok(mut slot)) = (resp.headers().get(SESSION), self.session.lock()) {
                 *slot = Some(s.clone());
