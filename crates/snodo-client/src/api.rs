@@ -6,7 +6,8 @@ use futures_util::stream::BoxStream;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::client::{CallOptions, Client, META_CAPS, META_INFO, META_VERSION};
+use crate::builder::CallOptions;
+use crate::client::{Client, META_CAPS, META_INFO, META_VERSION};
 use crate::error::ClientError;
 use crate::message::{self, Incoming};
 use crate::transport::Outgoing;

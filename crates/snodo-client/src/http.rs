@@ -214,7 +214,9 @@ impl HttpTransport {
     async fn exchange(&self, out: &Outgoing) -> Result<Response<HttpBody>, ClientError> {
         let mut resp = self.sender.send(self.post(out)?).await?;
         for _ in 0..MAX_REDIRECTS {
-            let Some(target) = self.redirect_target(&resp) else { break };
+            let Some(target) = self.redirect_target(&resp) else {
+                break;
+            };
             let _ = read_all(resp.into_body()).await;
             if let Ok(mut u) = self.url.lock() {
                 *u = target;

@@ -76,6 +76,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod builder;
 mod client;
 mod error;
 mod handlers;
@@ -88,7 +89,8 @@ mod stdio;
 mod transport;
 mod types;
 
-pub use client::{CallOptions, Client, ClientBuilder, Protocol};
+pub use builder::{CallOptions, ClientBuilder, Protocol};
+pub use client::Client;
 pub use error::ClientError;
 pub use handlers::{EventFn, Handler, LogFn, ProgressFn, accept_with_defaults};
 pub use types::{

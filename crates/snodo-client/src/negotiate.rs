@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 use snodo::protocol::ErrorCode;
 use snodo::protocol::dialect::ALL;
 
-use crate::client::{CallOptions, Client, Protocol};
+use crate::builder::{CallOptions, Protocol};
+use crate::client::Client;
 use crate::error::ClientError;
 use crate::types::ServerDetails;
 

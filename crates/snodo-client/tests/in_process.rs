@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
+use snodo::Runtime;
 use snodo_client::{Client, ClientError, Protocol};
 use support::{Flags, all_versions, builder, exercise, runtime_for};
 
@@ -187,4 +188,45 @@ async fn raw_requests_and_list_streams() {
         .err()
         .and_then(|e| e.code());
     assert_eq!(err.map(|c| c.0), Some(-32601));
+}
+
+#[tokio::test]
+async fn listen_delivers_change_events() {
+    use futures_util::StreamExt as _;
+    let rt = Runtime::builder("events", "1")
+        .resource_subscriptions(true)
+        .list_changed(true)
+        .resource(snodo::Resource::new("test://w", "w").static_text("text/plain", "v1"))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let c = builder()
+        .connect_runtime(rt.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let subs = snodo_client::Subscriptions {
+        resource_subscriptions: vec!["test://w".into()],
+        ..Default::default()
+    };
+    let mut events = c.listen(&subs).await.unwrap_or_else(|e| panic!("{e}"));
+    // The stream is open once the server acknowledged it; publish until one arrives.
+    let got = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            rt.notify_resource_updated("test://w");
+            if let Ok(Some(ev)) =
+                tokio::time::timeout(Duration::from_millis(100), events.next()).await
+            {
+                return ev;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no event within 5 s"));
+    assert_eq!(
+        got.unwrap_or_else(|e| panic!("{e}")),
+        snodo_client::ServerEvent::ResourceUpdated("test://w".into())
+    );
+    // An initialize-era connection has no listen.
+    let legacy = in_process(&["2025-11-25"], Protocol::Auto).await;
+    let err = legacy.listen(&subs).await.err();
+    assert!(matches!(err, Some(ClientError::Unexpected(_))), "{err:?}");
 }

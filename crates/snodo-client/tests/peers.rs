@@ -16,6 +16,8 @@ use snodo_client::Client;
 struct Peer {
     /// `"-32022"` or `"400"`: how `server/discover` is refused.
     refuse: &'static str,
+    /// Whether `/mcp` redirects to `/mcp/`.
+    redirect: bool,
     log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -32,7 +34,13 @@ fn json_answer(v: Value) -> Response {
     ([("content-type", "application/json")], v.to_string()).into_response()
 }
 
-async fn mcp(State(p): State<Peer>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+async fn mcp(
+    State(p): State<Peer>,
+    method: Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let h = |n: &str| {
         headers
             .get(n)
@@ -48,6 +56,10 @@ async fn mcp(State(p): State<Peer>, method: Method, headers: HeaderMap, body: By
     if method == Method::DELETE {
         push(format!("DELETE session={}", h("mcp-session-id")));
         return StatusCode::OK.into_response();
+    }
+    if uri.path() == "/mcp" && p.redirect {
+        // FastMCP's habit: /mcp answers 307 to /mcp/.
+        return (StatusCode::TEMPORARY_REDIRECT, [("location", "/mcp/")]).into_response();
     }
     if method != Method::POST {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
@@ -97,14 +109,16 @@ async fn mcp(State(p): State<Peer>, method: Method, headers: HeaderMap, body: By
     }
 }
 
-async fn run(refuse: &'static str) -> Vec<String> {
+async fn run(refuse: &'static str, redirect: bool) -> Vec<String> {
     let peer = Peer {
         refuse,
+        redirect,
         ..Peer::default()
     };
     let log = peer.log.clone();
     let app = Router::new()
         .route("/mcp", axum::routing::any(mcp))
+        .route("/mcp/", axum::routing::any(mcp))
         .with_state(peer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -146,7 +160,7 @@ async fn run(refuse: &'static str) -> Vec<String> {
 
 #[tokio::test]
 async fn unsupported_version_leads_to_initialize_with_a_listed_version() {
-    let log = run("-32022").await;
+    let log = run("-32022", false).await;
     assert_eq!(
         log,
         [
@@ -162,8 +176,18 @@ async fn unsupported_version_leads_to_initialize_with_a_listed_version() {
 
 #[tokio::test]
 async fn a_refused_probe_leads_to_initialize_and_the_answered_version() {
-    let log = run("400").await;
+    let log = run("400", false).await;
     assert_eq!(log[0], "server/discover session=- version=2026-07-28");
+    assert_eq!(log[1], "initialize session=- version=-");
+    assert_eq!(
+        log.last().map(String::as_str),
+        Some("DELETE session=sess-42")
+    );
+}
+
+#[tokio::test]
+async fn a_same_origin_redirect_is_followed() {
+    let log = run("400", true).await;
     assert_eq!(log[1], "initialize session=- version=-");
     assert_eq!(
         log.last().map(String::as_str),
