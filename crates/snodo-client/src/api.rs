@@ -79,8 +79,13 @@ impl Client {
                 };
                 match st.client.request(&st.method, params).await {
                     Ok(mut r) => {
-                        if let Some(Value::Array(items)) = r.get_mut(st.key).map(Value::take) {
-                            st.items.extend(items);
+                        match r.get_mut(st.key).map(Value::take) {
+                            Some(Value::Array(items)) => st.items.extend(items),
+                            _ => {
+                                let e = format!("{} has no {} array", st.method, st.key);
+                                st.cursor = None;
+                                return Some((Err(ClientError::Unexpected(e)), st));
+                            }
                         }
                         let next = r
                             .get("nextCursor")
@@ -116,12 +121,19 @@ impl Client {
         Ok(out)
     }
 
-    /// Every tool. Tools with invalid `x-mcp-header` annotations are left out; the
-    /// others' annotations are remembered for `call_tool`'s `Mcp-Param-*` headers.
+    /// Every tool. Malformed tools and tools with invalid `x-mcp-header` annotations
+    /// are left out (with a warning); the others' annotations are remembered for
+    /// `call_tool`'s `Mcp-Param-*` headers.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         let mut out = Vec::new();
         for v in self.list_all("tools/list").await? {
-            let t: Tool = decode(v)?;
+            let t: Tool = match decode(v) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(%e, "leaving out a malformed tool");
+                    continue;
+                }
+            };
             if self.learn_tool(&t.name, &t.input_schema) {
                 out.push(t);
             }
