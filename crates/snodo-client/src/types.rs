@@ -1,5 +1,5 @@
-//! What the typed calls return. Every type keeps the members it does not name in
-//! `extra`, so nothing the server sent is lost (schemas stay verbatim).
+//! What the typed calls return. The list items and the results keep the members they do
+//! not name in `extra`, so nothing the server sent is lost (schemas stay verbatim).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -209,6 +209,9 @@ pub struct CallToolResult {
     /// Whether the tool reported failure.
     #[serde(default)]
     pub is_error: bool,
+    /// Every other member (`_meta`, `resultType`, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl CallToolResult {
@@ -229,6 +232,9 @@ pub struct ReadResourceResult {
     /// The contents.
     #[serde(default)]
     pub contents: Vec<ResourceContents>,
+    /// Every other member (`_meta`, `ttlMs`, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// One message of a prompt.
@@ -249,6 +255,9 @@ pub struct GetPromptResult {
     /// The messages.
     #[serde(default)]
     pub messages: Vec<PromptMessage>,
+    /// Every other member (`_meta`, `resultType`, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// The result of `completion/complete`.

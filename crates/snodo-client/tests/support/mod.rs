@@ -47,6 +47,23 @@ impl Flags {
         panic!("the wait tool never started");
     }
 
+    /// Runs `call` (of the `wait` tool) until the tool started, drops it, and asserts
+    /// that the server saw the cancellation.
+    pub async fn drop_once_started<T: std::fmt::Debug>(
+        &self,
+        call: impl std::future::Future<Output = T>,
+        what: &str,
+    ) {
+        tokio::select! {
+            r = call => panic!("{what}: the wait tool answered: {r:?}"),
+            () = self.wait_started() => {}
+        }
+        assert!(
+            self.saw_cancel().await,
+            "{what}: the server saw no cancellation"
+        );
+    }
+
     pub async fn saw_cancel(&self) -> bool {
         for _ in 0..300 {
             if self.cancelled.load(Ordering::SeqCst) {
