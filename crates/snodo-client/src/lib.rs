@@ -6,12 +6,20 @@
 //!
 //! - **Streamable HTTP** ([`ClientBuilder::connect_http`]) on hyper's client: JSON and
 //!   SSE answers, `Mcp-Session-Id` from servers that issue one (echoed, `DELETE` at
-//!   close), SSE resumption with `Last-Event-ID`, the `MCP-Protocol-Version`,
-//!   `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers;
-//! - **a child process over stdio** ([`ClientBuilder::connect_stdio`]);
+//!   close), SSE resumption with `Last-Event-ID`, the initialize era's standalone `GET`
+//!   stream, same-origin redirects, the `MCP-Protocol-Version`, `Mcp-Method`,
+//!   `Mcp-Name` and `Mcp-Param-*` headers;
+//! - **a child process over stdio** ([`ClientBuilder::connect_stdio`]), or the same
+//!   newline-delimited framing on any byte stream ([`ClientBuilder::connect_stream`]);
 //! - **in process** ([`ClientBuilder::connect_runtime`],
 //!   [`ClientBuilder::connect_in_process`]): a [`snodo::Runtime`] or
 //!   [`McpService`](snodo::http::McpService) driven directly, no socket — for tests.
+//!
+//! The calls: [`Client::list_tools`] and the other lists (every page followed, or
+//! [`Client::list_stream`]), [`Client::call_tool`], [`Client::read_resource`],
+//! [`Client::get_prompt`], [`Client::complete`], [`Client::listen`] (2026-07-28 change
+//! events), [`Client::request`] for anything else. Dropping a call's future cancels it
+//! (HTTP: the response is closed; stdio: `notifications/cancelled`).
 //!
 //! Version negotiation follows the 2026-07-28 `basic/versioning` page for a dual-era
 //! client ([`Protocol`]): pinned, or auto — probe `server/discover`; a modern `-32022`

@@ -223,3 +223,60 @@ async fn listen_delivers_change_events() {
     let err = legacy.listen(&subs).await.err();
     assert!(matches!(err, Some(ClientError::Unexpected(_))), "{err:?}");
 }
+
+#[tokio::test]
+async fn cacheable_results_are_reused_when_asked() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let reads = Arc::new(AtomicUsize::new(0));
+    let r = reads.clone();
+    let runtime =
+        |ttl| {
+            let r = r.clone();
+            Runtime::builder("cache", "1")
+            .read_cache(snodo::CacheHint::new(ttl, snodo::CacheScope::Public))
+            .resource(snodo::Resource::new("test://n", "n").reader(move |req, _ctx| {
+                let n = r.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(vec![snodo::ResourceContents::text(req.uri, n.to_string())]) }
+            }))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+    let read = |c: Client| async move {
+        c.read_resource("test://n")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .contents[0]
+            .text
+            .clone()
+    };
+    let cached = builder()
+        .cache(true)
+        .connect_runtime(runtime(60_000))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        read(cached.clone()).await,
+        read(cached.clone()).await,
+        "ttlMs 60 s: one read"
+    );
+    assert_eq!(reads.load(Ordering::SeqCst), 1);
+    let uncached = builder()
+        .connect_runtime(runtime(60_000))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(
+        read(uncached.clone()).await,
+        read(uncached).await,
+        "no cache unless asked"
+    );
+    let stale = builder()
+        .cache(true)
+        .connect_runtime(runtime(0))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(
+        read(stale.clone()).await,
+        read(stale).await,
+        "ttlMs 0: never reused"
+    );
+}
