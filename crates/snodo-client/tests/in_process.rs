@@ -280,3 +280,27 @@ async fn cacheable_results_are_reused_when_asked() {
         "ttlMs 0: never reused"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_is_shared_across_tasks() {
+    fn send_sync<T: Send + Sync + Clone + 'static>(_: &T) {}
+    for server in [&["2026-07-28"][..], &["2025-11-25"][..]] {
+        let c = in_process(server, Protocol::Auto).await;
+        send_sync(&c);
+        let calls: Vec<_> = (0..16)
+            .map(|i| {
+                let c = c.clone();
+                tokio::spawn(
+                    async move { c.call_tool("echo", json!({"text": format!("n{i}")})).await },
+                )
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let r = call
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(r.text(), format!("n{i}"));
+        }
+    }
+}

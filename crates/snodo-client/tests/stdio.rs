@@ -70,3 +70,30 @@ async fn a_closed_stream_is_a_transport_error() {
         "{err:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_share_one_stream() {
+    for v in ["2026-07-28", "2025-06-18"] {
+        let c = over_duplex(&[v], Protocol::Pinned(v.into()), &Flags::default()).await;
+        let calls: Vec<_> = (0..16)
+            .map(|i| {
+                let c = c.clone();
+                tokio::spawn(
+                    async move { c.call_tool("echo", json!({"text": format!("n{i}")})).await },
+                )
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let r = call
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|e| panic!("{v}: {e}"));
+            assert_eq!(
+                r.text(),
+                format!("n{i}"),
+                "{v}: answers go to their callers"
+            );
+        }
+        c.close().await;
+    }
+}
