@@ -177,6 +177,7 @@ impl Client {
         }
         let mut rounds = 0;
         let mut retried_version = false;
+        let mut renewed_session = false;
         loop {
             let st = self.state();
             let (out, id) = self.outgoing(&st, method, &params, opts);
@@ -201,6 +202,12 @@ impl Client {
                         }
                         _ => return Err(ClientError::Protocol(e)),
                     }
+                }
+                Err(ClientError::SessionExpired) if !renewed_session && method != "initialize" => {
+                    // The server forgot the session (404): a new one, then this again.
+                    renewed_session = true;
+                    let (version, pinned) = (st.version.clone(), st.pinned);
+                    Box::pin(self.initialize(&version, pinned)).await?;
                 }
                 Err(e) => return Err(e),
                 Ok(result) => {

@@ -22,6 +22,10 @@ pub enum ClientError {
     /// The server answered with a JSON-RPC error: code, message and data.
     #[error("protocol: {0}")]
     Protocol(RpcError),
+    /// The server answered `404` to a request with its `Mcp-Session-Id`: the session is
+    /// gone (a call renews it once with a new `initialize`).
+    #[error("the server ended the session")]
+    SessionExpired,
     /// No answer within the configured time.
     #[error("timed out after {0:?}")]
     Timeout(std::time::Duration),

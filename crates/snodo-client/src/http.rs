@@ -212,6 +212,7 @@ impl HttpTransport {
     }
 
     async fn exchange(&self, out: &Outgoing) -> Result<Response<HttpBody>, ClientError> {
+        let session = self.session();
         let mut resp = self.sender.send(self.post(out)?).await?;
         for _ in 0..MAX_REDIRECTS {
             let Some(target) = self.redirect_target(&resp) else {
@@ -222,6 +223,16 @@ impl HttpTransport {
                 *u = target;
             }
             resp = self.sender.send(self.post(out)?).await?;
+        }
+        if resp.status() == http::StatusCode::NOT_FOUND && session.is_some() {
+            // Only the session this request carried is forgotten.
+            if let Ok(mut slot) = self.session.lock() {
+                if *slot == session {
+                    *slot = None;
+                }
+            }
+            let _ = read_all(resp.into_body()).await;
+            return Err(ClientError::SessionExpired);
         }
         if out.method == "initialize" {
             if let (Some(s), Ok(mut slot)) = (resp.headers().get(SESSION), self.session.lock()) {

@@ -206,7 +206,7 @@ impl Client {
         });
     }
 
-    async fn initialize(&self, offer: &str, pinned: bool) -> Result<(), ClientError> {
+    pub(crate) async fn initialize(&self, offer: &str, pinned: bool) -> Result<(), ClientError> {
         self.set_state(|s| {
             s.version = offer.to_owned();
             s.stateless = false;

@@ -2,6 +2,7 @@
 //! it refuses `server/discover` (with `-32022` or a plain 400), issues
 //! `Mcp-Session-Id`, answers with SSE, and expects `DELETE` at close.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -18,6 +19,9 @@ struct Peer {
     refuse: &'static str,
     /// Whether `/mcp` redirects to `/mcp/`.
     redirect: bool,
+    /// Whether the first session ends (404) at the first tools/call; the next is sess-43.
+    expire: bool,
+    expired: Arc<std::sync::atomic::AtomicBool>,
     log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -74,6 +78,11 @@ async fn mcp(
         h("mcp-protocol-version")
     ));
     let id = msg["id"].clone();
+    let current = if p.expired.load(Ordering::SeqCst) {
+        "sess-43"
+    } else {
+        SESSION
+    };
     match m.as_str() {
         "server/discover" if p.refuse == "-32022" => {
             json_answer(json!({"jsonrpc": "2.0", "id": id,
@@ -93,10 +102,13 @@ async fn mcp(
             let v = if v == "2025-11-25" { "2025-06-18" } else { v };
             let r = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": v,
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "peer", "version": "9"}}});
-            ([("mcp-session-id", SESSION)], json_answer(r)).into_response()
+            ([("mcp-session-id", current)], json_answer(r)).into_response()
         }
         "notifications/initialized" => StatusCode::ACCEPTED.into_response(),
-        _ if h("mcp-session-id") != SESSION => {
+        "tools/call" if p.expire && !p.expired.swap(true, Ordering::SeqCst) => {
+            (StatusCode::NOT_FOUND, "session expired").into_response()
+        }
+        _ if h("mcp-session-id") != current => {
             (StatusCode::NOT_FOUND, "no session").into_response()
         }
         "tools/list" => sse(&json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
@@ -110,9 +122,14 @@ async fn mcp(
 }
 
 async fn run(refuse: &'static str, redirect: bool) -> Vec<String> {
+    run_with(refuse, redirect, false).await
+}
+
+async fn run_with(refuse: &'static str, redirect: bool, expire: bool) -> Vec<String> {
     let peer = Peer {
         refuse,
         redirect,
+        expire,
         ..Peer::default()
     };
     let log = peer.log.clone();
@@ -192,5 +209,22 @@ async fn a_same_origin_redirect_is_followed() {
     assert_eq!(
         log.last().map(String::as_str),
         Some("DELETE session=sess-42")
+    );
+}
+
+#[tokio::test]
+async fn an_expired_session_is_renewed_once() {
+    let log = run_with("400", false, true).await;
+    let tail: Vec<&str> = log.iter().map(String::as_str).skip(3).collect();
+    assert_eq!(
+        tail,
+        [
+            "tools/list session=sess-42 version=2025-06-18",
+            "tools/call session=sess-42 version=2025-06-18",
+            "initialize session=- version=-",
+            "notifications/initialized session=sess-43 version=2025-06-18",
+            "tools/call session=sess-43 version=2025-06-18",
+            "DELETE session=sess-43",
+        ]
     );
 }
