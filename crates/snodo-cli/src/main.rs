@@ -10,6 +10,7 @@ mod client;
 mod client_conformance;
 mod demo;
 mod fixture;
+mod oauth;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -64,8 +65,10 @@ enum Command {
         #[arg(long)]
         legacy: bool,
         /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "oauth_issuer")]
         stdio: bool,
+        #[command(flatten)]
+        oauth: oauth::OAuthArgs,
     },
     /// Send one request to an MCP server and print the result as JSON (list methods
     /// follow every page).
@@ -137,6 +140,7 @@ async fn run(cli: Cli) -> Result<(), String> {
     if cli.any_host {
         config = config.any_host();
     }
+    let mut protection = None;
     let (runtime, addr, banner, stdio) = match cli.command {
         Command::Serve {
             addr,
@@ -144,6 +148,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             legacy,
             stdio,
+            oauth,
         } => {
             let root = match root {
                 Some(r) => r,
@@ -155,7 +160,13 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 dialects(&protocols)?
             };
-            let runtime = demo::runtime(&root, protocols, key)?;
+            protection = oauth::setup(&oauth, addr).await?;
+            let mut builder = demo::builder(&root, protocols, key)?;
+            if let Some(p) = &protection {
+                builder = p.authorize(builder);
+                config = p.configure(config);
+            }
+            let runtime = builder.build().map_err(|e| e.to_string())?;
             (
                 runtime,
                 addr,
@@ -197,6 +208,16 @@ async fn run(cli: Cli) -> Result<(), String> {
     let server = Server::bind(runtime.clone(), addr, config)
         .await
         .map_err(|e| e.to_string())?;
+    let server = match &protection {
+        Some(p) => {
+            println!(
+                "snodo: OAuth resource server, metadata at {}",
+                p.metadata_url()
+            );
+            p.mount(server)
+        }
+        None => server,
+    };
     let local = server.local_addr().map_err(|e| e.to_string())?;
     println!(
         "snodo {banner}: http://{local}/mcp (protocols: {})",

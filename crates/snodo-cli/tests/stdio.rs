@@ -209,3 +209,90 @@ fn sigterm_ends_the_server() {
         .expect("exits after SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+/// The requests of a short session, one per line, and the ids whose answers it expects.
+fn session_lines() -> String {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"text":"over a socket"},"_meta":meta}});
+    let discover =
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":meta}});
+    format!("{discover}\n{call}\n")
+}
+
+fn assert_session_answers(lines: &[Value]) {
+    let by_id = |id: i64| {
+        lines
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {lines:?}"))
+    };
+    assert_schema("DiscoverResult", &by_id(1)["result"]);
+    let call = &by_id(2)["result"];
+    assert_eq!(call["content"][0]["text"], "over a socket", "{call}");
+    assert_schema("CallToolResult", call);
+}
+
+/// Node's `child_process` gives its children Unix socket pairs, not pipes, as stdio.
+#[cfg(unix)]
+#[test]
+fn the_fixture_speaks_over_a_unix_socket_pair_as_node_clients_give_it() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    let (mut ours, theirs) = UnixStream::pair().unwrap();
+    let theirs_out = OwnedFd::from(theirs.try_clone().unwrap());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["fixture", "--stdio"])
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::from(theirs_out))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ours.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    ours.write_all(session_lines().as_bytes()).unwrap();
+    let mut reader = BufReader::new(ours.try_clone().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        lines.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    assert_session_answers(&lines);
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "no exit after EOF on the socket");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+/// Input redirected from a regular file (which epoll cannot watch) is read all the same.
+#[test]
+fn the_fixture_reads_requests_from_a_file() {
+    let path = std::env::temp_dir().join(format!("snodo-stdio-{}.jsonl", std::process::id()));
+    std::fs::write(&path, session_lines()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["fixture", "--stdio"])
+        .stdin(std::fs::File::open(&path).unwrap())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "{:?}", out.status);
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_session_answers(&lines);
+}

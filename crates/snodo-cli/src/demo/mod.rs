@@ -17,7 +17,7 @@ use snodo::protocol::Dialect;
 use snodo::{
     CacheHint, CacheScope, CompletionRequest, Content, HandlerError, Json, Prompt, PromptMessage,
     PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceInfo,
-    ResourceTemplate, RpcError, Runtime, Tool,
+    ResourceTemplate, RpcError, Runtime, RuntimeBuilder, Tool,
 };
 
 use self::fs::{Refusal, Root, mime_type};
@@ -56,11 +56,23 @@ fn complete_path(root: &Root, req: &CompletionRequest) -> Vec<String> {
 }
 
 /// Builds the demo runtime over `dir`.
+#[cfg(test)]
 pub(crate) fn runtime(
     dir: &Path,
     protocols: Vec<&'static Dialect>,
     state_key: Option<Vec<u8>>,
 ) -> Result<Runtime, String> {
+    builder(dir, protocols, state_key)?
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The demo before it is built (e.g. to add an authorizer).
+pub(crate) fn builder(
+    dir: &Path,
+    protocols: Vec<&'static Dialect>,
+    state_key: Option<Vec<u8>>,
+) -> Result<RuntimeBuilder, String> {
     let root = Root::new(dir).map_err(|e| format!("cannot serve {}: {e}", dir.display()))?;
     let base = root.base_uri();
 
@@ -177,7 +189,7 @@ pub(crate) fn runtime(
     if let Some(key) = state_key {
         builder = builder.request_state_key(key);
     }
-    builder
+    Ok(builder
         .title("snodo folder server")
         .description("Serves one folder read-only: files as resources, text search, review prompts")
         .instructions("Use resources/list to browse files, the search tool to find text, and the review_file prompt to review a file.")
@@ -189,9 +201,7 @@ pub(crate) fn runtime(
         .tool(search_tool)
         .resource(about)
         .resource_template(template)
-        .prompt(review)
-        .build()
-        .map_err(|e| e.to_string())
+        .prompt(review))
 }
 
 #[cfg(test)]

@@ -18,9 +18,10 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::Engine;
+use super::failure::{Failure, timeout_error};
 use super::inflight::{InFlight, Registration};
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId, RpcError};
+use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId};
 use crate::router::{Answer, Call};
 use crate::runtime::context::{ContextInit, Principal};
 use crate::runtime::pending::PendingRequests;
@@ -49,25 +50,6 @@ impl Ended {
             Self::Cancelled => None,
         }
     }
-}
-
-/// The error of a request whose deadline passed.
-pub(crate) fn timeout_error() -> RpcError {
-    RpcError::internal("Request execution timed out")
-}
-
-/// The error of a request refused because every slot is busy and the queue is full.
-pub(crate) fn overloaded_error() -> RpcError {
-    RpcError::internal("Server overloaded: too many requests in flight; retry later")
-}
-
-/// Why an execution did not start.
-#[derive(Debug)]
-pub(crate) enum Refused {
-    /// Every slot is busy and the queue is full.
-    Overloaded,
-    /// The deadline passed while waiting for a slot.
-    TimedOut,
 }
 
 /// What the connection a request arrived on holds for the initialize era.
@@ -135,15 +117,15 @@ impl Execution {
         id: RequestId,
         mut call: Call,
         options: Options<'_>,
-    ) -> Result<Self, Refused> {
+    ) -> Result<Self, Failure> {
         let deadline = Instant::now() + engine.limits.request_timeout;
         // A free slot is taken at once, without arming a timer for the wait.
         let slot = match engine.gate.try_enter() {
             Some(slot) => slot,
             None => match tokio::time::timeout_at(deadline, engine.gate.enter()).await {
                 Ok(Ok(slot)) => slot,
-                Ok(Err(_)) => return Err(Refused::Overloaded),
-                Err(_) => return Err(Refused::TimedOut),
+                Ok(Err(_)) => return Err(Failure::overloaded()),
+                Err(_) => return Err(Failure::TimedOut),
             },
         };
         let runtime = &engine.runtime;
@@ -152,7 +134,7 @@ impl Execution {
             call.meta.log_level
         } else {
             match &options.held {
-                Held::Nothing => runtime.inner.legacy_log_level,
+                Held::Nothing => runtime.legacy_log_level(),
                 Held::Connection { log_level, .. } => *log_level,
             }
         };
@@ -161,7 +143,7 @@ impl Execution {
                 Held::Nothing => runtime
                     .inner
                     .server_requests
-                    .map(|t| (runtime.inner.pending.clone(), t)),
+                    .map(|t| (runtime.pending_requests().clone(), t)),
                 Held::Connection {
                     server_requests, ..
                 } => server_requests.map(|(p, t)| (Arc::clone(p), t)),

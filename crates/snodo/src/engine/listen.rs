@@ -10,10 +10,10 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::Engine;
-use crate::protocol::jsonrpc::{notification_message, result_message};
-use crate::protocol::meta::SERVER_INFO_KEY;
-use crate::protocol::{RequestId, RpcError};
-use crate::router::Call;
+use super::failure::Failure;
+use crate::protocol::jsonrpc::notification_message;
+use crate::protocol::{Dialect, Method, RequestId, RpcError};
+use crate::router::{Call, ResultObject};
 use crate::runtime::events::Change;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -32,7 +32,7 @@ struct Filter {
 impl Filter {
     /// The requested filter, narrowed to what this server advertises.
     fn accept(call: &Call, engine: &Engine) -> Result<Self, RpcError> {
-        let caps = engine.runtime.inner.capabilities;
+        let caps = engine.runtime.capabilities();
         let Some(requested) = call.params.get("notifications").and_then(Value::as_object) else {
             return Err(RpcError::invalid_params("notifications must be an object"));
         };
@@ -135,46 +135,34 @@ pub(crate) struct Subscription {
     filter: Filter,
     changes: broadcast::Receiver<Change>,
     ack: Option<Bytes>,
-    server_info: Option<Value>,
+    dialect: &'static Dialect,
     _slot: Slot,
 }
 
 impl Subscription {
-    /// Opens a subscription; the error says whether the capacity is exhausted (`true`)
-    /// or the request is refused.
-    pub(crate) fn open(
-        engine: &Arc<Engine>,
-        id: RequestId,
-        call: &Call,
-    ) -> Result<Self, (RpcError, bool)> {
-        let caps = engine.runtime.inner.capabilities;
+    /// Opens a subscription, or says why not (refused, or no subscription slot free).
+    pub(crate) fn open(engine: &Arc<Engine>, id: RequestId, call: &Call) -> Result<Self, Failure> {
+        let caps = engine.runtime.capabilities();
         if !caps.list_changed && !caps.subscribe {
-            return Err((RpcError::method_not_found(&call.method_name), false));
+            return Err(RpcError::method_not_found(&call.method_name).into());
         }
-        let filter = Filter::accept(call, engine).map_err(|e| (e, false))?;
+        let filter = Filter::accept(call, engine)?;
         if engine.listeners.fetch_add(1, Ordering::AcqRel) >= engine.limits.max_listen_streams {
             engine.listeners.fetch_sub(1, Ordering::AcqRel);
-            return Err((
-                RpcError::internal("Server subscription capacity exhausted; retry later"),
-                true,
-            ));
+            return Err(Failure::Overloaded(RpcError::internal(
+                "Server subscription capacity exhausted; retry later",
+            )));
         }
         let slot = Slot(Arc::clone(engine));
         let changes = engine.runtime.subscribe_changes();
         let ack = json!({"_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let ack = notification_message("notifications/subscriptions/acknowledged", &ack);
-        // The server info as the request's own dialect publishes it.
-        let server_info = engine
-            .runtime
-            .catalogue()
-            .view(call.dialect)
-            .map(|v| v.server_info.clone());
         Ok(Self {
             id,
             filter,
             changes,
             ack: Some(ack),
-            server_info,
+            dialect: call.dialect,
             _slot: slot,
         })
     }
@@ -192,7 +180,7 @@ impl Subscription {
         loop {
             let out = tokio::select! {
                 biased;
-                () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result()),
+                () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
                 change = self.changes.recv() => match change {
                     Ok(change) => self.filter.message(&change, &self.id).into_iter().collect(),
                     // Fell behind: every watched list may have changed.
@@ -210,13 +198,18 @@ impl Subscription {
         }
     }
 
-    /// The result that ends the subscription.
-    fn final_result(&self) -> Bytes {
-        let mut meta = json!({ SUBSCRIPTION_ID: self.id });
-        if let Some(info) = &self.server_info {
-            meta[SERVER_INFO_KEY] = info.clone();
-        }
-        let result = json!({"resultType": "complete", "_meta": meta}).to_string();
-        result_message(&self.id, &result)
+    /// The result that ends the subscription, in the router's envelope for its dialect.
+    fn final_result(&self, engine: &Engine) -> Bytes {
+        let mut fields = Map::new();
+        fields.insert("_meta".into(), json!({ SUBSCRIPTION_ID: self.id }));
+        let runtime = &engine.runtime;
+        runtime
+            .finish(
+                &runtime.catalogue(),
+                self.dialect,
+                Method::SubscriptionsListen,
+                ResultObject::from(fields),
+            )
+            .message(&self.id)
     }
 }

@@ -12,6 +12,7 @@
 
 pub(crate) mod admit;
 mod exec;
+mod failure;
 mod gate;
 mod inflight;
 mod listen;
@@ -24,9 +25,8 @@ use serde::Deserialize as _;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use exec::{
-    Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
-};
+pub(crate) use exec::{Ended, Execution, Held, Options, Step};
+pub(crate) use failure::Failure;
 pub(crate) use inflight::InFlight;
 pub(crate) use listen::{ListenStep, Subscription};
 

@@ -22,6 +22,12 @@ pub enum AuthRejection {
         /// The challenge, e.g. `Bearer resource_metadata="https://…"`.
         www_authenticate: String,
     },
+    /// 400 with this `WWW-Authenticate` challenge: a malformed request, e.g. a token
+    /// sent where none may be (RFC 6750 `invalid_request`).
+    BadRequest {
+        /// The challenge, e.g. `Bearer error="invalid_request"`.
+        www_authenticate: String,
+    },
     /// 403: valid credentials without the needed rights (the challenge is optional,
     /// e.g. `Bearer error="insufficient_scope", scope="files:read"`).
     Forbidden {

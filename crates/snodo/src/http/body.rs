@@ -22,14 +22,16 @@ enum Kind {
 
 impl Body {
     /// A complete body.
-    pub(crate) fn full(bytes: Bytes) -> Self {
+    #[must_use]
+    pub fn full(bytes: Bytes) -> Self {
         Self {
             kind: Kind::Full((!bytes.is_empty()).then_some(bytes)),
         }
     }
 
     /// An empty body.
-    pub(crate) fn empty() -> Self {
+    #[must_use]
+    pub fn empty() -> Self {
         Self {
             kind: Kind::Full(None),
         }

@@ -10,15 +10,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use super::body::Body;
 use super::response;
 use super::service::Shared;
-use crate::engine::{
-    Ended, Execution, Held, Options, Refused, Step, overloaded_error, timeout_error,
-};
+use super::sse::{Gone, SseStream};
+use super::status;
+use crate::engine::{Ended, Execution, Failure, Held, Options, Step};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::Call;
@@ -31,9 +29,8 @@ const STREAM_DEPTH: usize = 32;
 fn final_message(dialect: &Dialect, id: &RequestId, ended: &Ended) -> Option<(StatusCode, Bytes)> {
     let status = match ended {
         Ended::Done(Ok(_)) => StatusCode::OK,
-        Ended::Done(Err(_)) if dialect.errors_in_band() => StatusCode::OK,
-        Ended::Done(Err(e)) => e.code().http_status(),
-        Ended::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+        Ended::Done(Err(e)) => status::of_error(Some(dialect), e),
+        Ended::TimedOut => status::of_failure(Some(dialect), &Failure::TimedOut),
         Ended::Cancelled => return None,
     };
     Some((status, ended.message(id)?))
@@ -54,8 +51,7 @@ pub(crate) async fn execute(
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
-        Err(Refused::Overloaded) => return response::overloaded(&id),
-        Err(Refused::TimedOut) => return response::timed_out(&id),
+        Err(failure) => return response::failure(&id, None, failure),
     };
     let dialect = exec.dialect();
     let keep_alive = shared.config.keep_alive;
@@ -66,6 +62,12 @@ pub(crate) async fn execute(
         step = exec.next() => match step {
             Step::Ended(ended) => {
                 let pending = exec.drain();
+                // An authorizer's challenge is answered at the HTTP level on every dialect.
+                if let (Ended::Done(Err(e)), true) = (&ended, pending.is_empty()) {
+                    if let Some(r) = e.rejection() {
+                        return response::auth_rejected_for(Some(&id), r);
+                    }
+                }
                 let Some((status, body)) = final_message(dialect, &id, &ended) else {
                     return response::cancelled();
                 };
@@ -73,11 +75,11 @@ pub(crate) async fn execute(
                     return response::json(status, body);
                 }
                 // Notifications were queued when the handler finished: send them first.
-                let (body_tx, body_rx) = mpsc::channel(pending.len() + 1);
+                let (sse, response) = SseStream::open(pending.len() + 1, keep_alive);
                 for m in pending.iter().chain(std::iter::once(&body)) {
-                    let _ = body_tx.try_send(response::sse_frame(m));
+                    sse.push_frame(response::sse_frame(m));
                 }
-                return response::event_stream(Body::stream(body_rx));
+                return response;
             }
             Step::Message(first) => response::sse_frame(&first),
         },
@@ -86,36 +88,36 @@ pub(crate) async fn execute(
 
     // From here on the response is an event stream fed by a task that owns the
     // execution (its slot, its registration and its cancellation).
-    let (body_tx, body_rx) = mpsc::channel(STREAM_DEPTH);
-    let _ = body_tx.try_send(first);
+    let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
+    sse.push_frame(first);
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
-            let client_gone = tokio::select! {
+            let step = tokio::select! {
                 biased;
-                step = exec.next() => match step {
-                    Step::Message(m) => body_tx.send(response::sse_frame(&m)).await.is_err(),
-                    Step::Ended(ended) => {
-                        for m in exec.drain() {
-                            let _ = body_tx.send(response::sse_frame(&m)).await;
-                        }
-                        if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
-                            let _ = body_tx.send(response::sse_frame(&body)).await;
-                        }
-                        return;
-                    }
-                },
-                () = body_tx.closed() => true,
-                _ = ticker.tick() => body_tx.send(response::sse_keepalive()).await.is_err(),
+                step = exec.next() => step,
+                Gone = sse.idle() => break,
             };
-            if client_gone {
-                // The client went away: cancel, and let the handler wind down.
-                exec.abandon().await;
-                return;
+            match step {
+                Step::Message(m) => {
+                    if sse.send(&m).await.is_err() {
+                        break;
+                    }
+                }
+                Step::Ended(ended) => {
+                    for m in exec.drain() {
+                        let _ = sse.send(&m).await;
+                    }
+                    if let Some((_, body)) = final_message(dialect, exec.id(), &ended) {
+                        let _ = sse.send(&body).await;
+                    }
+                    return;
+                }
             }
         }
+        // The client went away: cancel, and let the handler wind down.
+        exec.abandon().await;
     });
-    response::event_stream(Body::stream(body_rx))
+    response
 }
 
 /// Executes `call` with nothing streamed, as a member of a JSON-RPC batch: its final
@@ -139,8 +141,7 @@ pub(crate) async fn execute_quiet(
     };
     let mut exec = match Execution::start(engine, id.clone(), call, options).await {
         Ok(exec) => exec,
-        Err(Refused::Overloaded) => return Some(error_message(Some(&id), &overloaded_error())),
-        Err(Refused::TimedOut) => return Some(error_message(Some(&id), &timeout_error())),
+        Err(failure) => return Some(error_message(Some(&id), &failure.into_error())),
     };
     loop {
         // Progress notifications (the request carried a token) have nowhere to go.

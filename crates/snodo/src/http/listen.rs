@@ -5,48 +5,48 @@
 use std::sync::Arc;
 
 use http::Response;
-use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use super::body::Body;
-use super::response;
 use super::service::Shared;
-use crate::engine::{ListenStep, Subscription};
-use crate::protocol::{RequestId, RpcError};
+use super::sse::{Gone, SseStream};
+use crate::engine::{Failure, ListenStep, Subscription};
+use crate::protocol::RequestId;
 use crate::router::Call;
+
+/// Queue depth of a listen stream's body.
+const STREAM_DEPTH: usize = 32;
 
 /// Answers a `subscriptions/listen` request.
 pub(crate) fn serve(
     shared: &Arc<Shared>,
     id: RequestId,
     call: &Call,
-) -> Result<Response<Body>, (RpcError, bool)> {
+) -> Result<Response<Body>, Failure> {
     let mut subscription = Subscription::open(&shared.engine, id, call)?;
-    let (tx, rx) = mpsc::channel(32);
-    let keep_alive = shared.config.keep_alive;
+    let (mut sse, response) = SseStream::open(STREAM_DEPTH, shared.config.keep_alive);
     let engine = Arc::clone(&shared.engine);
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
-            let frames = tokio::select! {
+            let step = tokio::select! {
                 biased;
-                step = subscription.next(&engine) => match step {
-                    ListenStep::Messages(ms) => ms.iter().map(|m| response::sse_frame(m)).collect(),
-                    ListenStep::Closing(result) => {
-                        let _ = tx.send(response::sse_frame(&result)).await;
-                        return;
-                    }
-                    ListenStep::Gone => return,
-                },
-                () = tx.closed() => return,
-                _ = ticker.tick() => vec![response::sse_keepalive()],
+                step = subscription.next(&engine) => step,
+                Gone = sse.idle() => return,
             };
-            for frame in frames {
-                if tx.send(frame).await.is_err() {
+            match step {
+                ListenStep::Messages(ms) => {
+                    for m in ms {
+                        if sse.send(&m).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                ListenStep::Closing(result) => {
+                    let _ = sse.send(&result).await;
                     return;
                 }
+                ListenStep::Gone => return,
             }
         }
     });
-    Ok(response::event_stream(Body::stream(rx)))
+    Ok(response)
 }

@@ -11,9 +11,13 @@ mod response;
 mod select;
 mod serve;
 mod service;
+mod sse;
+mod status;
 
 pub use auth::{AuthRejection, Authenticator, BearerTokens};
 pub use body::Body;
 pub use config::{HttpConfig, LOOPBACK_HOSTS};
-pub use serve::{ENDPOINT_PATH, HEALTH_PATH, ServeError, Server, serve, shutdown_signal};
+pub use serve::{
+    ENDPOINT_PATH, HEALTH_PATH, RouteHandler, ServeError, Server, serve, shutdown_signal,
+};
 pub use service::McpService;

@@ -1,11 +1,14 @@
-//! Every HTTP response the service produces is built here; statuses appear nowhere else.
+//! Every HTTP response the service produces is built here. The status of a JSON-RPC
+//! answer comes from `status.rs`; the HTTP layer's own refusals (405, 406, 413, 415, 403
+//! for a host or origin, 401/403 of an authenticator) are decided here.
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::Body;
+use crate::engine::Failure;
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::{ErrorCode, RequestId, RpcError};
+use crate::protocol::{Dialect, ErrorCode, RequestId, RpcError};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -136,8 +139,17 @@ pub(crate) fn sse_keepalive() -> Bytes {
     Bytes::from_static(b": keep-alive\n\n")
 }
 
-/// 401 or 403 from the application's authenticator.
+/// 400, 401 or 403 from the application's authenticator (or authorizer, with the id of
+/// the request it refused).
 pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<Body> {
+    auth_rejected_for(None, rejection)
+}
+
+/// [`auth_rejected`], answering the request `id`.
+pub(crate) fn auth_rejected_for(
+    id: Option<&RequestId>,
+    rejection: &super::auth::AuthRejection,
+) -> Response<Body> {
     use super::auth::AuthRejection;
     let (status, challenge, message) = match rejection {
         AuthRejection::Unauthorized { www_authenticate } => (
@@ -145,39 +157,43 @@ pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<
             Some(www_authenticate.as_str()),
             "Unauthorized",
         ),
+        AuthRejection::BadRequest { www_authenticate } => (
+            StatusCode::BAD_REQUEST,
+            Some(www_authenticate.as_str()),
+            "Bad Request: malformed authorization",
+        ),
         AuthRejection::Forbidden { www_authenticate } => (
             StatusCode::FORBIDDEN,
             www_authenticate.as_deref(),
             "Forbidden",
         ),
     };
-    let mut r = http_error(status, message);
+    let mut r = rpc_error(
+        status,
+        id,
+        &RpcError::new(ErrorCode::INVALID_REQUEST, message),
+    );
     if let Some(v) = challenge.and_then(|c| HeaderValue::from_str(c).ok()) {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
     r
 }
 
-/// 503 with `Retry-After`: every execution slot is busy and the queue is full.
-pub(crate) fn overloaded(id: &RequestId) -> Response<Body> {
-    overloaded_with(id, &crate::engine::overloaded_error())
-}
-
-/// 503 with `Retry-After` and this error.
-pub(crate) fn overloaded_with(id: &RequestId, error: &RpcError) -> Response<Body> {
-    let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), error);
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+/// A request that gets no result, answered in `dialect` (`None` before one is chosen):
+/// the status from `status.rs`, and `Retry-After` when there is no capacity now.
+pub(crate) fn failure(
+    id: &RequestId,
+    dialect: Option<&Dialect>,
+    failure: Failure,
+) -> Response<Body> {
+    let status = super::status::of_failure(dialect, &failure);
+    let busy = matches!(failure, Failure::Overloaded(_));
+    let mut r = rpc_error(status, Some(id), &failure.into_error());
+    if busy {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
     r
-}
-
-/// 504: the request's deadline passed before it finished.
-pub(crate) fn timed_out(id: &RequestId) -> Response<Body> {
-    rpc_error(
-        StatusCode::GATEWAY_TIMEOUT,
-        Some(id),
-        &crate::engine::timeout_error(),
-    )
 }
 
 /// 204: the request was cancelled; it gets no result.

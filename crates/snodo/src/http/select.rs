@@ -18,6 +18,7 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Map, Value};
 
+use super::status;
 use crate::engine::admit::{check_meta, select_initialize};
 use crate::protocol::meta::MetaParse;
 use crate::protocol::params::SplitParams;
@@ -38,23 +39,19 @@ pub(crate) struct Rejection {
 }
 
 impl Rejection {
-    /// Refused during admission: the status follows the code.
+    /// Refused during admission, before a dialect is chosen.
     pub(crate) fn admission(error: RpcError) -> Self {
         Self {
-            status: error.code().http_status(),
+            status: status::of_error(None, &error),
             error,
         }
     }
 
-    /// Refused by a dialect whose errors travel in band.
+    /// Refused while admitting a request in `dialect`.
     fn for_dialect(dialect: &Dialect, error: RpcError) -> Self {
-        if dialect.errors_in_band() {
-            Self {
-                status: StatusCode::OK,
-                error,
-            }
-        } else {
-            Self::admission(error)
+        Self {
+            status: status::of_error(Some(dialect), &error),
+            error,
         }
     }
 }

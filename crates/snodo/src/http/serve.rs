@@ -1,9 +1,14 @@
 //! A ready listener: hyper over TCP, `/mcp` and `/healthz`, graceful shutdown.
 
+use std::collections::HashMap;
+use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::future::BoxFuture;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -11,6 +16,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
+use super::body::Body;
 use super::config::HttpConfig;
 use super::response;
 use super::service::McpService;
@@ -33,12 +39,28 @@ pub enum ServeError {
     Config(String),
 }
 
+/// The handler of an extra route: the request head in (the body is not read), the
+/// response out.
+pub type RouteHandler =
+    Arc<dyn Fn(http::request::Parts) -> BoxFuture<'static, http::Response<Body>> + Send + Sync>;
+
 /// A bound server, ready to run.
-#[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
     service: McpService,
     drain: Duration,
+    routes: Arc<HashMap<String, RouteHandler>>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("listener", &self.listener)
+            .field("service", &self.service)
+            .field("drain", &self.drain)
+            .field("routes", &self.routes.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Server {
@@ -60,7 +82,21 @@ impl Server {
             listener,
             service: McpService::with_config(runtime, config),
             drain: Duration::from_secs(10),
+            routes: Arc::default(),
         })
+    }
+
+    /// Serves `handler` at `path` (exact match) beside the MCP endpoint, e.g. a
+    /// `/.well-known/…` document. The MCP and health paths cannot be replaced.
+    #[must_use]
+    pub fn route<F, Fut>(mut self, path: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(http::request::Parts) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = http::Response<Body>> + Send + 'static,
+    {
+        let handler: RouteHandler = Arc::new(move |parts| Box::pin(handler(parts)));
+        Arc::make_mut(&mut self.routes).insert(path.into(), handler);
+        self
     }
 
     /// The address actually bound.
@@ -112,13 +148,18 @@ impl Server {
             };
             let _ = stream.set_nodelay(true);
             let service = self.service.clone();
+            let routes = Arc::clone(&self.routes);
             let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                 let service = service.clone();
+                let routes = Arc::clone(&routes);
                 async move {
                     let resp = match req.uri().path() {
                         ENDPOINT_PATH => service.handle(req).await,
                         HEALTH_PATH => response::healthy(),
-                        _ => response::not_found(),
+                        path => match routes.get(path) {
+                            Some(route) => route(req.into_parts().0).await,
+                            None => response::not_found(),
+                        },
                     };
                     Ok::<_, std::convert::Infallible>(resp)
                 }

@@ -152,15 +152,8 @@ impl McpService {
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
                     .map_err(reject)?;
                 if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
-                    return listen::serve(&self.shared, id.clone(), &call).map_err(
-                        |(e, overloaded)| {
-                            if overloaded {
-                                response::overloaded_with(&id, &e)
-                            } else {
-                                response::rpc_error(e.code().http_status(), Some(&id), &e)
-                            }
-                        },
-                    );
+                    return listen::serve(&self.shared, id.clone(), &call)
+                        .map_err(|f| response::failure(&id, Some(call.dialect), f));
                 }
                 Ok(exec::execute(&self.shared, id, call, principal).await)
             }

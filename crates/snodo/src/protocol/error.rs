@@ -1,13 +1,14 @@
-//! The one wire error value ([`RpcError`]) and the one mapping from JSON-RPC error
-//! codes to HTTP statuses ([`ErrorCode::http_status`]).
+//! The one wire error value ([`RpcError`]) and its codes. The HTTP status an error
+//! travels with is the HTTP transport's to decide (`http/status.rs`).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
-use http::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::jsonrpc::RequestId;
+use crate::http::AuthRejection;
 
 /// A JSON-RPC error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -33,26 +34,6 @@ impl ErrorCode {
     pub const MISSING_CLIENT_CAPABILITY: Self = Self(-32021);
     /// `-32022`: the protocol version is not supported (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
-
-    /// The HTTP status a stateless (2026-07-28) server sends with this error, and every
-    /// dialect sends for errors found while admitting a request.
-    ///
-    /// Initialize-era dialects send errors found while *executing* a request with 200
-    /// instead (see [`crate::protocol::Dialect::errors_in_band`]).
-    #[must_use]
-    pub fn http_status(self) -> StatusCode {
-        match self {
-            Self::PARSE_ERROR
-            | Self::INVALID_REQUEST
-            | Self::INVALID_PARAMS
-            | Self::HEADER_MISMATCH
-            | Self::MISSING_CLIENT_CAPABILITY
-            | Self::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
-            Self::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-            Self::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
-            _ => StatusCode::OK,
-        }
-    }
 }
 
 /// A JSON-RPC error: code, one-sentence message, optional data, and the id of the
@@ -63,6 +44,9 @@ pub struct RpcError {
     message: Cow<'static, str>,
     data: Option<Value>,
     id: Option<RequestId>,
+    /// A refusal the transport answers itself, on every dialect (an authorizer's
+    /// challenge, e.g. a step-up 403).
+    rejection: Option<Arc<AuthRejection>>,
 }
 
 /// The serialisable `error` member of a response.
@@ -82,7 +66,21 @@ impl RpcError {
             message: message.into(),
             data: None,
             id: None,
+            rejection: None,
         }
+    }
+
+    /// An authorizer's refusal: over HTTP the rejection's status and challenge, on
+    /// every dialect; elsewhere an `-32600` error with the same message.
+    pub(crate) fn rejected(rejection: AuthRejection) -> Self {
+        let mut e = Self::new(ErrorCode::INVALID_REQUEST, "Forbidden");
+        e.rejection = Some(Arc::new(rejection));
+        e
+    }
+
+    /// The refusal the transport answers itself, if this error is one.
+    pub(crate) fn rejection(&self) -> Option<&AuthRejection> {
+        self.rejection.as_deref()
     }
 
     /// Attaches `data`.
@@ -201,25 +199,3 @@ impl std::fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_map() {
-        assert_eq!(
-            ErrorCode::METHOD_NOT_FOUND.http_status(),
-            StatusCode::NOT_FOUND
-        );
-        assert_eq!(
-            ErrorCode::HEADER_MISMATCH.http_status(),
-            StatusCode::BAD_REQUEST
-        );
-        assert_eq!(
-            ErrorCode::INTERNAL_ERROR.http_status(),
-            StatusCode::INTERNAL_SERVER_ERROR
-        );
-        assert_eq!(ErrorCode(-32003).http_status(), StatusCode::OK);
-    }
-}

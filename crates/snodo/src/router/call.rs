@@ -25,9 +25,7 @@ impl Runtime {
         let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
         let catalogue = &call.catalogue;
         let tool = catalogue.tool(&name).ok_or_else(unknown)?;
-        if !self.allows(ctx.principal(), Component::Tool(&name)) {
-            return Err(self.refusal(unknown()).into());
-        }
+        self.check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
         if !call.dialect.offers_tool(tool.object_schemas) {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",

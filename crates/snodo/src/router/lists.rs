@@ -18,13 +18,13 @@ use crate::runtime::cursor;
 /// One page of a list: the range of items and the cursor of the next page.
 fn page(
     len: usize,
-    hash: u64,
+    hash: impl Fn() -> u64,
     call: &Call,
     page_size: usize,
 ) -> Result<(std::ops::Range<usize>, Option<String>), RpcError> {
     let start = match opt_str(&call.params, "cursor")? {
         None => 0,
-        Some(c) => cursor::decode(c, call.dialect.version(), list_method(call), hash, len)?,
+        Some(c) => cursor::decode(c, call.dialect.version(), list_method(call), hash(), len)?,
     };
     Ok(page_from(start, len, hash, call, page_size))
 }
@@ -32,13 +32,13 @@ fn page(
 fn page_from(
     start: usize,
     len: usize,
-    hash: u64,
+    hash: impl Fn() -> u64,
     call: &Call,
     page_size: usize,
 ) -> (std::ops::Range<usize>, Option<String>) {
     let end = (start + page_size).min(len);
     let next =
-        (end < len).then(|| cursor::encode(call.dialect.version(), list_method(call), end, hash));
+        (end < len).then(|| cursor::encode(call.dialect.version(), list_method(call), end, hash()));
     (start..end, next)
 }
 
@@ -182,7 +182,7 @@ impl Runtime {
         Ok(list_result(page_members(
             key,
             &raw,
-            page(raw.len(), l.hash, call, self.inner.page_size)?,
+            page(raw.len(), || l.hash(), call, self.inner.page_size)?,
         )))
     }
 
@@ -197,7 +197,7 @@ impl Runtime {
             page_members(
                 key,
                 &l.raw,
-                page_from(0, l.raw.len(), l.hash, call, page_size),
+                page_from(0, l.raw.len(), || l.hash(), call, page_size),
             )
         });
         Some(Arc::clone(text))
@@ -232,7 +232,7 @@ impl Runtime {
             return Ok(list_result(page_members(
                 "resources",
                 &raw,
-                page(raw.len(), fixed.hash, call, self.inner.page_size)?,
+                page(raw.len(), || fixed.hash(), call, self.inner.page_size)?,
             )));
         }
         // Templates with listers contribute the resources they currently address; the
@@ -246,21 +246,24 @@ impl Runtime {
                 }
             }
         }
-        let mut h: u64 = fixed.hash;
-        for item in &items {
-            if let Some(uri) = item.get("uri").and_then(Value::as_str) {
-                for b in uri.bytes() {
-                    h = h.rotate_left(5) ^ u64::from(b);
-                    h = h.wrapping_mul(0x0100_0000_01b3);
+        let hash = || {
+            let mut h: u64 = fixed.hash();
+            for item in &items {
+                if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+                    for b in uri.bytes() {
+                        h = h.rotate_left(5) ^ u64::from(b);
+                        h = h.wrapping_mul(0x0100_0000_01b3);
+                    }
                 }
             }
-        }
+            h
+        };
         let raw: Vec<Arc<str>> = items.iter().map(|i| Arc::from(i.to_string())).collect();
         let raw = self.visible(ctx.principal(), (&items, &raw), "uri", resource);
         Ok(list_result(page_members(
             "resources",
             &raw,
-            page(raw.len(), h, call, self.inner.page_size)?,
+            page(raw.len(), hash, call, self.inner.page_size)?,
         )))
     }
 }

@@ -57,9 +57,7 @@ impl Runtime {
         let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
         let catalogue = &call.catalogue;
         let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
-        if !self.allows(ctx.principal(), Component::Prompt(name)) {
-            return Err(self.refusal(unknown()).into());
-        }
+        self.check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
         let missing = prompt.missing_arguments(&args);
         if !missing.is_empty() {
             return Err(
@@ -102,31 +100,32 @@ impl Runtime {
         let catalogue = &call.catalogue;
         let principal = ctx.principal();
         let found = if let Some(r) = catalogue.resource(&uri) {
-            let allowed = self.allows(principal, Component::Resource(&uri));
             r.reader
                 .clone()
-                .map(|reader| (reader, HashMap::new(), allowed))
+                .map(|reader| (reader, HashMap::new(), None))
         } else {
             catalogue.templates.iter().find_map(|t| {
                 let vars = t.matcher.matches(&uri)?;
-                let allowed = self
-                    .allows(principal, Component::ResourceTemplate(&t.template.template))
-                    && self.allows(principal, Component::Resource(&uri));
                 t.template
                     .reader
                     .clone()
-                    .map(|reader| (reader, vars, allowed))
+                    .map(|reader| (reader, vars, Some(t.template.template.as_str())))
             })
         };
         let not_found = || {
             RpcError::new(call.dialect.resource_not_found_code(), "Resource not found")
                 .with_data(json!({ "uri": uri }))
         };
-        let Some((reader, variables, allowed)) = found else {
+        let Some((reader, variables, template)) = found else {
             return Err(not_found().into());
         };
-        if !allowed {
-            return Err(self.refusal(not_found()).into());
+        match template {
+            None => self.check_use(principal, &[Component::Resource(&uri)], not_found)?,
+            Some(t) => self.check_use(
+                principal,
+                &[Component::ResourceTemplate(t), Component::Resource(&uri)],
+                not_found,
+            )?,
         }
         match reader(
             ReadRequest {
@@ -169,9 +168,7 @@ impl Runtime {
                 let name = req_str(reference, "name")?;
                 let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
                 let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
-                if !self.allows(ctx.principal(), Component::Prompt(name)) {
-                    return Err(self.refusal(unknown()));
-                }
+                self.check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
                 if !prompt.arguments.iter().any(|a| a.name() == arg_name) {
                     return Err(RpcError::invalid_params(format!(
                         "Prompt {name} has no argument {arg_name}"
@@ -188,9 +185,11 @@ impl Runtime {
                     .iter()
                     .find(|t| t.template.template == uri)
                     .ok_or_else(unknown)?;
-                if !self.allows(ctx.principal(), Component::ResourceTemplate(uri)) {
-                    return Err(self.refusal(unknown()));
-                }
+                self.check_use(
+                    ctx.principal(),
+                    &[Component::ResourceTemplate(uri)],
+                    unknown,
+                )?;
                 t.template.completer.clone()
             }
             _ => {

@@ -5,6 +5,7 @@
 //! completions are refused — with the application's error, or concealed as if the
 //! component did not exist.
 
+use crate::http::AuthRejection;
 use crate::protocol::RpcError;
 use crate::runtime::context::Principal;
 
@@ -27,6 +28,22 @@ pub enum Component<'a> {
 pub trait Authorizer: Send + Sync + 'static {
     /// Whether `principal` (`None`: anonymous) may see and use `component`.
     fn allows(&self, principal: Option<&Principal>, component: Component<'_>) -> bool;
+
+    /// Checked before every use (a call, read, prompt get or completion), before
+    /// [`Authorizer::allows`]: a refusal the transport answers itself on every dialect
+    /// — over HTTP its 401/403 with the `WWW-Authenticate` challenge, even where
+    /// execution errors otherwise travel in a 200 — e.g. an OAuth step-up
+    /// (`403 insufficient_scope`). `components` are all the components the operation
+    /// uses (a templated read: the template, then the resource), so that one challenge
+    /// can name everything the operation needs. The default never challenges.
+    fn challenge(
+        &self,
+        principal: Option<&Principal>,
+        components: &[Component<'_>],
+    ) -> Option<AuthRejection> {
+        let _ = (principal, components);
+        None
+    }
 }
 
 impl<F> Authorizer for F

@@ -2,11 +2,10 @@
 //! enabled dialect.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::builder::BuildError;
 use super::components::Components;
@@ -16,6 +15,7 @@ use super::prompt::Prompt;
 use super::resource::{CompiledTemplate, Resource};
 use super::tool::{ToolHandler, is_object_schema, valid_tool_name};
 use super::uri_template::UriTemplate;
+pub(crate) use super::view::{DialectView, Listing};
 use crate::model::ServerInfo;
 use crate::protocol::Dialect;
 
@@ -30,53 +30,6 @@ pub(crate) struct CompiledTool {
     pub(crate) param_headers: Vec<ParamHeader>,
 }
 
-/// One list as a dialect publishes it: definitions in order, and a hash that binds
-/// cursors to exactly this list.
-#[derive(Debug, Default)]
-pub(crate) struct Listing {
-    pub(crate) items: Vec<Value>,
-    /// The same items serialised, for building pages without re-serialising.
-    pub(crate) raw: Vec<Arc<str>>,
-    pub(crate) hash: u64,
-    /// The first page's result members, serialised by the first request that needs it
-    /// (the router's page size is fixed for the runtime).
-    pub(crate) first_page: std::sync::OnceLock<Arc<str>>,
-}
-
-impl Listing {
-    fn new(items: Vec<Value>, dialect: &Dialect, method: &str) -> Self {
-        let raw: Vec<Arc<str>> = items.iter().map(|i| Arc::from(i.to_string())).collect();
-        let mut h = Sha256::new();
-        h.update(dialect.version());
-        h.update(method);
-        for item in &raw {
-            h.update(item.as_bytes());
-        }
-        let digest = h.finalize();
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&digest[..8]);
-        Self {
-            items,
-            raw,
-            hash: u64::from_be_bytes(first),
-            first_page: std::sync::OnceLock::new(),
-        }
-    }
-}
-
-/// Everything a dialect publishes, computed at build time.
-#[derive(Debug)]
-pub(crate) struct DialectView {
-    pub(crate) dialect: &'static Dialect,
-    pub(crate) tools: Listing,
-    pub(crate) prompts: Listing,
-    pub(crate) resources: Listing,
-    pub(crate) templates: Listing,
-    pub(crate) server_info: Value,
-    /// `{"io.modelcontextprotocol/serverInfo": …}` serialised (2026-07-28 results).
-    pub(crate) result_meta: Arc<str>,
-}
-
 pub(crate) struct Catalogue {
     pub(crate) tools: Vec<CompiledTool>,
     tool_index: HashMap<String, usize>,
@@ -85,7 +38,12 @@ pub(crate) struct Catalogue {
     pub(crate) resources: Vec<Resource>,
     resource_index: HashMap<String, usize>,
     pub(crate) templates: Vec<CompiledTemplate>,
-    pub(crate) views: Vec<DialectView>,
+    /// Tool definitions as the newest dialect publishes them, before shaping.
+    tool_defs: Vec<Map<String, Value>>,
+    /// The server's `Implementation` object, before shaping.
+    info: Map<String, Value>,
+    /// Per enabled dialect, what it publishes: built by the first request that needs it.
+    views: Vec<(&'static Dialect, OnceLock<DialectView>)>,
 }
 
 fn to_object(value: impl Serialize) -> Map<String, Value> {
@@ -279,51 +237,7 @@ impl Catalogue {
             );
         }
 
-        let views = dialects
-            .iter()
-            .map(|&dialect| {
-                let tools = tool_defs
-                    .iter()
-                    .zip(&compiled)
-                    .filter(|(_, c)| dialect.offers_tool(c.object_schemas))
-                    .map(|(def, _)| {
-                        let mut def = def.clone();
-                        dialect.shape_component(&mut def);
-                        Value::Object(def)
-                    })
-                    .collect();
-                let shaped = |mut m: Map<String, Value>| {
-                    dialect.shape_component(&mut m);
-                    Value::Object(m)
-                };
-                let prompts = prompts
-                    .iter()
-                    .map(|p| shaped(to_object(p.info())))
-                    .collect();
-                let resource_items = resources
-                    .iter()
-                    .map(|r| shaped(to_object(&r.info)))
-                    .collect();
-                let template_items = compiled_templates
-                    .iter()
-                    .map(|t| shaped(to_object(t.template.info())))
-                    .collect();
-                let mut server_info = to_object(info);
-                dialect.shape_implementation(&mut server_info);
-                DialectView {
-                    dialect,
-                    tools: Listing::new(tools, dialect, "tools/list"),
-                    prompts: Listing::new(prompts, dialect, "prompts/list"),
-                    resources: Listing::new(resource_items, dialect, "resources/list"),
-                    templates: Listing::new(template_items, dialect, "resources/templates/list"),
-                    result_meta: Arc::from(
-                        serde_json::json!({ crate::protocol::meta::SERVER_INFO_KEY: &server_info })
-                            .to_string(),
-                    ),
-                    server_info: Value::Object(server_info),
-                }
-            })
-            .collect();
+        let views = dialects.iter().map(|&d| (d, OnceLock::new())).collect();
 
         Ok(Self {
             tools: compiled,
@@ -333,6 +247,8 @@ impl Catalogue {
             resources,
             resource_index,
             templates: compiled_templates,
+            tool_defs,
+            info: to_object(info),
             views,
         })
     }
@@ -340,26 +256,50 @@ impl Catalogue {
     /// Which lists differ from `next` (for `subscriptions/listen`).
     pub(crate) fn changes_to(&self, next: &Self) -> Vec<Change> {
         let differs = |pick: fn(&DialectView) -> u64| {
-            self.views
-                .iter()
-                .zip(&next.views)
-                .any(|(a, b)| pick(a) != pick(b))
+            self.views.iter().any(|(d, _)| {
+                let (a, b) = (self.view(d), next.view(d));
+                a.map(pick) != b.map(pick)
+            })
         };
         let mut out = Vec::new();
-        if differs(|v| v.tools.hash) {
+        if differs(|v| v.tools.hash()) {
             out.push(Change::ToolsListChanged);
         }
-        if differs(|v| v.prompts.hash) {
+        if differs(|v| v.prompts.hash()) {
             out.push(Change::PromptsListChanged);
         }
-        if differs(|v| v.resources.hash) || differs(|v| v.templates.hash) {
+        if differs(|v| v.resources.hash()) || differs(|v| v.templates.hash()) {
             out.push(Change::ResourcesListChanged);
         }
         out
     }
 
     pub(crate) fn view(&self, dialect: &Dialect) -> Option<&DialectView> {
-        self.views.iter().find(|v| v.dialect == dialect)
+        let (d, view) = self.views.iter().find(|(d, _)| *d == dialect)?;
+        Some(view.get_or_init(|| self.publish(d)))
+    }
+
+    /// Everything `dialect` publishes of this catalogue.
+    fn publish(&self, dialect: &'static Dialect) -> DialectView {
+        let tools = self
+            .tool_defs
+            .iter()
+            .zip(&self.tools)
+            .filter(|(_, c)| dialect.offers_tool(c.object_schemas))
+            .map(|(def, _)| def.clone())
+            .collect();
+        let prompts = self.prompts.iter().map(|p| to_object(p.info())).collect();
+        let resources = self.resources.iter().map(|r| to_object(&r.info)).collect();
+        let templates = self
+            .templates
+            .iter()
+            .map(|t| to_object(t.template.info()))
+            .collect();
+        DialectView::new(
+            dialect,
+            self.info.clone(),
+            [tools, prompts, resources, templates],
+        )
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {

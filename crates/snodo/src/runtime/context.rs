@@ -1,7 +1,9 @@
 //! The per-request context a handler receives: who asked, in which dialect, with which
 //! capabilities, and the channels back to the caller (progress, logs, cancellation).
 
+use std::any::Any;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -22,11 +24,39 @@ use crate::protocol::{Asking, Dialect, LogLevel, ProgressToken, RequestId, Reque
 ///
 /// Its identifier scopes cancellation (a principal can only cancel its own requests)
 /// and `requestState`. An optional cancellation scope separates request-id namespaces
-/// of peers that share a principal (e.g. one value per client instance).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// of peers that share a principal (e.g. one value per client instance). An optional
+/// extension carries whatever else the authenticator knows (e.g. a validated token's
+/// scopes and claims) to authorizers and handlers; it takes no part in equality.
+#[derive(Clone)]
 pub struct Principal {
     id: Arc<str>,
     scope: Option<Arc<str>>,
+    extension: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl PartialEq for Principal {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.scope == other.scope
+    }
+}
+
+impl Eq for Principal {}
+
+impl Hash for Principal {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+        self.scope.hash(state);
+    }
+}
+
+impl fmt::Debug for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Principal")
+            .field("id", &self.id)
+            .field("scope", &self.scope)
+            .field("extension", &self.extension.is_some())
+            .finish()
+    }
 }
 
 impl Principal {
@@ -35,6 +65,7 @@ impl Principal {
         Self {
             id: id.into(),
             scope: None,
+            extension: None,
         }
     }
 
@@ -42,6 +73,14 @@ impl Principal {
     #[must_use]
     pub fn with_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
         self.scope = Some(scope.into());
+        self
+    }
+
+    /// Attaches a typed extension (one per principal; a second call replaces it), read
+    /// back with [`Principal::extension`].
+    #[must_use]
+    pub fn with_extension<T: Any + Send + Sync>(mut self, extension: T) -> Self {
+        self.extension = Some(Arc::new(extension));
         self
     }
 
@@ -55,6 +94,12 @@ impl Principal {
     #[must_use]
     pub fn scope(&self) -> Option<&str> {
         self.scope.as_deref()
+    }
+
+    /// The extension, if one of type `T` is attached.
+    #[must_use]
+    pub fn extension<T: Any>(&self) -> Option<&T> {
+        self.extension.as_deref()?.downcast_ref()
     }
 }
 

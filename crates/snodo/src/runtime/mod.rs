@@ -18,6 +18,7 @@ pub mod uri_template;
 
 mod builder;
 pub(crate) mod catalogue;
+mod view;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
@@ -30,6 +31,21 @@ use crate::model::{CacheHint, ServerInfo};
 use crate::protocol::{Dialect, LogLevel};
 
 impl Runtime {
+    /// Which capabilities the server advertises.
+    pub(crate) fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities
+    }
+
+    /// The log level for initialize-era requests before a client sets one.
+    pub(crate) fn legacy_log_level(&self) -> Option<LogLevel> {
+        self.inner.legacy_log_level
+    }
+
+    /// Initialize-era server-to-client requests waiting for their answers.
+    pub(crate) fn pending_requests(&self) -> &Arc<pending::PendingRequests> {
+        &self.inner.pending
+    }
+
     /// The current catalogue.
     pub(crate) fn catalogue(&self) -> Arc<Catalogue> {
         match self.inner.catalogue.read() {
@@ -91,16 +107,28 @@ impl Runtime {
             .is_none_or(|(a, _)| a.allows(principal, component))
     }
 
-    /// The answer to a refused use: the application's error, or `concealed` (the
-    /// error for a component that does not exist).
-    pub(crate) fn refusal(
+    /// Whether `principal` may use `components` (all used by one operation, the
+    /// first is the one named): the authorizer's challenge, else its configured refusal
+    /// (`concealed`: the error for a component that does not exist).
+    pub(crate) fn check_use(
         &self,
-        concealed: crate::protocol::RpcError,
-    ) -> crate::protocol::RpcError {
-        match self.inner.authorizer.as_ref() {
-            Some((_, authz::Refusal::Error(e))) => e.clone(),
-            _ => concealed,
+        principal: Option<&context::Principal>,
+        components: &[authz::Component<'_>],
+        concealed: impl FnOnce() -> crate::protocol::RpcError,
+    ) -> Result<(), crate::protocol::RpcError> {
+        let Some((authorizer, refusal)) = self.inner.authorizer.as_ref() else {
+            return Ok(());
+        };
+        if let Some(r) = authorizer.challenge(principal, components) {
+            return Err(crate::protocol::RpcError::rejected(r));
         }
+        if components.iter().all(|c| authorizer.allows(principal, *c)) {
+            return Ok(());
+        }
+        Err(match refusal {
+            authz::Refusal::Error(e) => e.clone(),
+            authz::Refusal::Conceal => concealed(),
+        })
     }
 
     /// Delivers a client's answer to an initialize-era server-to-client request.

@@ -20,8 +20,7 @@ use super::config::StdioConfig;
 use super::framing::{Frame, Lines};
 use crate::engine::admit::{self, Admitted};
 use crate::engine::{
-    self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Refused, Step,
-    Subscription,
+    self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Step, Subscription,
 };
 use crate::protocol::jsonrpc::{Incoming, error_message, notification_message};
 use crate::protocol::params::SplitParams;
@@ -77,7 +76,7 @@ where
         client_caps: None,
         log_level: None,
     };
-    conn.log_level = conn.engine.runtime.inner.legacy_log_level;
+    conn.log_level = conn.engine.runtime.legacy_log_level();
     tracing::debug!("stdio connection open");
     let stop = async {
         tokio::select! {
@@ -365,11 +364,8 @@ impl Connection {
             };
             let mut exec = match Execution::start(&engine, id.clone(), call, options).await {
                 Ok(exec) => exec,
-                Err(refused) => {
-                    let e = match refused {
-                        Refused::Overloaded => engine::overloaded_error(),
-                        Refused::TimedOut => engine::timeout_error(),
-                    };
+                Err(failure) => {
+                    let e = failure.into_error();
                     let _ = out.send(error_message(Some(&id), &e)).await;
                     return;
                 }
@@ -405,7 +401,10 @@ impl Connection {
     async fn listen(&self, id: RequestId, call: &Call) {
         let mut subscription = match Subscription::open(&self.engine, id.clone(), call) {
             Ok(s) => s,
-            Err((e, _)) => return self.send(error_message(Some(&id), &e)).await,
+            Err(failure) => {
+                let e = failure.into_error();
+                return self.send(error_message(Some(&id), &e)).await;
+            }
         };
         let cancel = CancellationToken::new();
         let registration = InFlight::register(&self.inflight, Some(&self.key), &id, &cancel);

@@ -26,6 +26,7 @@
 mod config;
 mod connection;
 mod framing;
+mod process;
 
 use std::future::Future;
 
@@ -49,8 +50,8 @@ pub enum StdioError {
 pub async fn serve(runtime: Runtime) -> Result<(), StdioError> {
     serve_stream_until(
         runtime,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
+        process::input(),
+        process::output(),
         StdioConfig::default(),
         crate::http::shutdown_signal(),
     )

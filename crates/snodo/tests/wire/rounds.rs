@@ -449,3 +449,30 @@ async fn listen_streams_end_with_a_result_on_shutdown() {
         "then the stream closes"
     );
 }
+
+#[tokio::test]
+async fn shutdown_ends_a_listen_stream_with_its_result() {
+    let rt = builder(&MODERN).list_changed(true).build().unwrap();
+    let mut s = TestServer::start(rt).await;
+    let filter = json!({"toolsListChanged": true});
+    let mut stream = s
+        .open(&listen_headers(), &listen_body(json!("listen-end"), filter))
+        .await;
+    assert_eq!(stream.status, 200);
+    let ack = stream.next(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    s.shutdown();
+    let end = stream.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(end["id"], "listen-end", "{end}");
+    let result = &end["result"];
+    assert_eq!(result["resultType"], "complete", "{end}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-end"
+    );
+    assert!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"].is_object(),
+        "the server info rides in the envelope: {end}"
+    );
+    assert_schema(V, "JSONRPCResultResponse", &end);
+}

@@ -1,0 +1,155 @@
+//! `snodo serve --oauth-*`: the demo as an OAuth 2.1 resource server (crate
+//! snodo-oauth, cargo feature `oauth`).
+
+use std::net::SocketAddr;
+
+use clap::Args;
+use snodo::RuntimeBuilder;
+use snodo::http::{HttpConfig, Server};
+
+/// The OAuth flags of `snodo serve`.
+#[derive(Args, Debug, Default)]
+pub(crate) struct OAuthArgs {
+    /// Require bearer tokens issued by this authorization server (its issuer
+    /// identifier; its metadata is read from the well-known URLs).
+    #[arg(long, value_name = "URL")]
+    oauth_issuer: Option<String>,
+    /// The canonical URI of this endpoint, which tokens must name in `aud`
+    /// (default: http://ADDR/mcp).
+    #[arg(long, value_name = "URI", requires = "oauth_issuer")]
+    oauth_audience: Option<String>,
+    /// The issuer's JWKS URL, instead of discovering it.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_jwks_url: Option<String>,
+    /// PEM CA certificates to trust for an https:// issuer, besides the system's.
+    #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
+    oauth_ca_file: Option<std::path::PathBuf>,
+    /// A scope every request needs (repeatable).
+    #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scopes: Vec<String>,
+    /// A scope one tool needs, as TOOL=SCOPE (repeatable): calls without it get the
+    /// step-up challenge, lists hide the tool.
+    #[arg(
+        long = "oauth-tool-scope",
+        value_name = "TOOL=SCOPE",
+        requires = "oauth_issuer"
+    )]
+    oauth_tool_scopes: Vec<String>,
+}
+
+#[cfg(feature = "oauth")]
+mod enabled {
+    use super::*;
+    use snodo_oauth::{OAuthConfig, ResourceServer, ScopePolicy};
+
+    /// A configured resource server.
+    #[derive(Debug)]
+    pub(crate) struct Protection {
+        rs: ResourceServer,
+        policy: ScopePolicy,
+    }
+
+    /// The resource server the flags ask for, if any.
+    pub(crate) async fn setup(
+        args: &OAuthArgs,
+        addr: SocketAddr,
+    ) -> Result<Option<Protection>, String> {
+        let Some(issuer) = &args.oauth_issuer else {
+            return Ok(None);
+        };
+        let audience = args
+            .oauth_audience
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}/mcp"));
+        let mut config = OAuthConfig::new(issuer.clone(), audience);
+        if let Some(jwks) = &args.oauth_jwks_url {
+            config = config.jwks_url(jwks.clone());
+        }
+        if let Some(path) = &args.oauth_ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("--oauth-ca-file {}: {e}", path.display()))?;
+            config = config.tls_root_certificates_pem(pem);
+        }
+        for s in &args.oauth_scopes {
+            config = config.required_scope(s.clone());
+        }
+        let mut tools: Vec<(String, Vec<String>)> = Vec::new();
+        for pair in &args.oauth_tool_scopes {
+            let Some((tool, scope)) = pair.split_once('=') else {
+                return Err(format!("--oauth-tool-scope {pair:?}: expected TOOL=SCOPE"));
+            };
+            config = config.scope_supported(scope);
+            match tools.iter_mut().find(|(t, _)| t == tool) {
+                Some((_, scopes)) => scopes.push(scope.to_owned()),
+                None => tools.push((tool.to_owned(), vec![scope.to_owned()])),
+            }
+        }
+        let rs = ResourceServer::discover(config)
+            .await
+            .map_err(|e| e.to_string())?;
+        let policy = tools
+            .iter()
+            .fold(ScopePolicy::new(&rs), |p, (tool, scopes)| {
+                p.tool(tool, scopes.iter().cloned())
+            });
+        Ok(Some(Protection { rs, policy }))
+    }
+
+    impl Protection {
+        /// Adds the per-component scopes.
+        pub(crate) fn authorize(&self, builder: RuntimeBuilder) -> RuntimeBuilder {
+            builder.authorizer(self.policy.clone(), snodo::Refusal::Conceal)
+        }
+
+        /// Adds the token check.
+        pub(crate) fn configure(&self, config: HttpConfig) -> HttpConfig {
+            config.authenticator(self.rs.clone())
+        }
+
+        /// Serves the protected-resource metadata.
+        pub(crate) fn mount(&self, server: Server) -> Server {
+            self.rs.mount(server)
+        }
+
+        /// Where the metadata is.
+        pub(crate) fn metadata_url(&self) -> &str {
+            self.rs.metadata_url()
+        }
+    }
+}
+
+#[cfg(not(feature = "oauth"))]
+mod enabled {
+    use super::*;
+
+    /// Without the `oauth` feature there is never a resource server.
+    #[derive(Debug)]
+    pub(crate) enum Protection {}
+
+    pub(crate) async fn setup(
+        args: &OAuthArgs,
+        _addr: SocketAddr,
+    ) -> Result<Option<Protection>, String> {
+        match args.oauth_issuer {
+            None => Ok(None),
+            Some(_) => Err("--oauth-issuer needs snodo built with the `oauth` feature".into()),
+        }
+    }
+
+    impl Protection {
+        pub(crate) fn authorize(&self, _: RuntimeBuilder) -> RuntimeBuilder {
+            match *self {}
+        }
+        pub(crate) fn configure(&self, _: HttpConfig) -> HttpConfig {
+            match *self {}
+        }
+        pub(crate) fn mount(&self, _: Server) -> Server {
+            match *self {}
+        }
+        pub(crate) fn metadata_url(&self) -> &str {
+            match *self {}
+        }
+    }
+}
+
+pub(crate) use enabled::setup;

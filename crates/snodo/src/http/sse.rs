@@ -1,0 +1,66 @@
+//! One SSE response stream: what an execution and a listen request both send through.
+//!
+//! The sending half frames each JSON-RPC message as an event, keeps an idle connection open
+//! with a comment every `keep_alive`, and notices a client that went away, so the loops
+//! that feed it say only what to send.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Response;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Interval};
+
+use super::body::Body;
+use super::response;
+
+/// The client closed the stream.
+#[derive(Debug)]
+pub(crate) struct Gone;
+
+/// The sending half of an SSE response body.
+#[derive(Debug)]
+pub(crate) struct SseStream {
+    tx: mpsc::Sender<Bytes>,
+    ticker: Interval,
+}
+
+impl SseStream {
+    /// A stream of at most `depth` queued frames, and the response that carries it.
+    pub(crate) fn open(depth: usize, keep_alive: Duration) -> (Self, Response<Body>) {
+        let (tx, rx) = mpsc::channel(depth);
+        let ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
+        (
+            Self { tx, ticker },
+            response::event_stream(Body::stream(rx)),
+        )
+    }
+
+    /// Queues an already framed event without waiting (the stream was just opened).
+    pub(crate) fn push_frame(&self, frame: Bytes) {
+        let _ = self.tx.try_send(frame);
+    }
+
+    /// Sends one message as an event, waiting while the client is slow to read.
+    pub(crate) async fn send(&self, message: &[u8]) -> Result<(), Gone> {
+        self.tx
+            .send(response::sse_frame(message))
+            .await
+            .map_err(|_| Gone)
+    }
+
+    /// Keeps the stream alive while there is nothing to send; ends when the client has gone.
+    /// Cancel-safe: meant as a `select!` branch beside the source of messages.
+    pub(crate) async fn idle(&mut self) -> Gone {
+        loop {
+            tokio::select! {
+                () = self.tx.closed() => return Gone,
+                _ = self.ticker.tick() => {
+                    if self.tx.send(response::sse_keepalive()).await.is_err() {
+                        return Gone;
+                    }
+                }
+            }
+        }
+    }
+}
