@@ -183,6 +183,20 @@ fn bad_arguments_and_dead_servers_exit_2() {
         &[
             "--stdio",
             &fixture_stdio(""),
+            "--header",
+            "no colon",
+            "tools/list",
+        ],
+        &[
+            "--stdio",
+            &fixture_stdio(""),
+            "--header",
+            "bad name: v",
+            "tools/list",
+        ],
+        &[
+            "--stdio",
+            &fixture_stdio(""),
             "--protocol",
             "1999-01-01",
             "tools/list",
@@ -202,7 +216,13 @@ fn bad_arguments_and_dead_servers_exit_2() {
 #[test]
 fn over_http() {
     let server = HttpFixture::start();
-    let tools = ok_json(&client(&["--url", &server.url, "tools/list"]));
+    let tools = ok_json(&client(&[
+        "--url",
+        &server.url,
+        "--header",
+        "X-Trace: test",
+        "tools/list",
+    ]));
     assert!(names(&tools, "tools", "name").len() > 20);
     for protocol in ["auto", "2025-11-25", "2025-06-18"] {
         let r = ok_json(&client(&[
