@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use crate::client::{Client, Inner, State, unsolicited_loop};
 use crate::error::ClientError;
 use crate::handlers::{EventFn, Handler, Handlers, LogFn, ProgressFn};
-use crate::http::{HttpTransport, Hyper, InProcess};
+use crate::http::{HttpTransport, InProcess};
+use crate::hyper_client::{HTTPS, Hyper};
 use crate::stdio::StdioTransport;
 use crate::transport::Transport;
 
@@ -196,18 +197,29 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects over Streamable HTTP to `url` (`http://` only).
+    /// Connects over Streamable HTTP to `url` (`http://`, and `https://` with the default
+    /// `https` feature: the system's trust anchors verify the server).
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
         let uri: Uri = url
             .parse()
             .map_err(|e| ClientError::Transport(format!("bad URL {url:?}: {e}")))?;
-        if uri.scheme_str() != Some("http") {
+        let ok = match uri.scheme_str() {
+            Some("http") => uri.authority().is_some(),
+            Some("https") => HTTPS && uri.authority().is_some(),
+            _ => false,
+        };
+        if !ok {
+            let want = if HTTPS {
+                "http:// or https://"
+            } else {
+                "http://"
+            };
             return Err(ClientError::Transport(format!(
-                "only http:// URLs are supported (got {url:?})"
+                "{url:?} is not an {want} URL (this build speaks {want})"
             )));
         }
         let headers = self.headers.clone();
-        let t = HttpTransport::new(Arc::new(Hyper::new()), uri, headers);
+        let t = HttpTransport::new(Arc::new(Hyper::new()?), uri, headers);
         self.finish(Arc::new(t)).await
     }
 

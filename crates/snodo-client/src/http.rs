@@ -44,46 +44,6 @@ pub(crate) trait Sender: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Response<HttpBody>, ClientError>>;
 }
 
-/// hyper's pooled HTTP/1.1 client.
-pub(crate) struct Hyper(
-    hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
-        Full<Bytes>,
-    >,
-);
-
-impl Hyper {
-    pub(crate) fn new() -> Self {
-        Self(
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http(),
-        )
-    }
-}
-
-impl Sender for Hyper {
-    fn send(
-        &self,
-        req: Request<Full<Bytes>>,
-    ) -> BoxFuture<'static, Result<Response<HttpBody>, ClientError>> {
-        let fut = self.0.request(req);
-        Box::pin(async move {
-            fut.await
-                .map(|r| r.map(|b| b.map_err(Into::into).boxed()))
-                .map_err(|e| {
-                    let mut text = e.to_string();
-                    let mut cause = std::error::Error::source(&e);
-                    while let Some(c) = cause {
-                        text.push_str(": ");
-                        text.push_str(&c.to_string());
-                        cause = c.source();
-                    }
-                    ClientError::Transport(text)
-                })
-        })
-    }
-}
-
 /// An [`McpService`](snodo::http::McpService) called directly, no socket.
 pub(crate) struct InProcess(pub(crate) snodo::http::McpService);
 

@@ -90,6 +90,7 @@ mod error;
 mod handlers;
 mod headers;
 mod http;
+mod hyper_client;
 mod message;
 mod negotiate;
 mod sse;

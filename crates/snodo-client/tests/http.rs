@@ -69,12 +69,20 @@ async fn connection_refused_and_bad_urls_are_transport_errors() {
         matches!(err, Some(snodo_client::ClientError::Transport(_))),
         "{err:?}"
     );
+    // With the `https` feature an unknown https host is a connection error; without it
+    // the URL is refused.
     let err = builder()
-        .connect_http("https://example.invalid/mcp")
+        .connect_http("https://host.invalid/mcp")
         .await
         .err();
     assert!(
-        matches!(err, Some(snodo_client::ClientError::Transport(_))),
+        matches!(&err, Some(snodo_client::ClientError::Transport(t))
+            if t.contains("is not an") != cfg!(feature = "https")),
+        "{err:?}"
+    );
+    let err = builder().connect_http("ftp://127.0.0.1/mcp").await.err();
+    assert!(
+        matches!(&err, Some(snodo_client::ClientError::Transport(t)) if t.contains("is not an")),
         "{err:?}"
     );
     let err = builder().connect_http("not a url").await.err();
