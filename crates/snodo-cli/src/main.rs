@@ -1,8 +1,13 @@
 //! The `snodo` command: `snodo serve` runs a demo MCP server over a folder;
-//! `snodo fixture` runs the conformance fixture.
+//! `snodo fixture` runs the conformance fixture; `snodo client` sends one request to
+//! any MCP server.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "client")]
+mod client_conformance;
 mod demo;
 mod fixture;
 mod oauth;
@@ -84,6 +89,18 @@ enum Command {
         stdio: bool,
         #[command(flatten)]
         oauth: oauth::OAuthArgs,
+    },
+    /// Send one request to an MCP server and print the result as JSON (list methods
+    /// follow every page).
+    #[cfg(feature = "client")]
+    Client(client::ClientArgs),
+    /// The client driver for the official conformance runner (reads
+    /// MCP_CONFORMANCE_SCENARIO, _PROTOCOL_VERSION and _CONTEXT).
+    #[cfg(feature = "client")]
+    #[command(hide = true)]
+    ClientConformance {
+        /// The scenario's server URL.
+        url: String,
     },
     /// Serve the official conformance fixture.
     Fixture {
@@ -200,6 +217,10 @@ async fn run(cli: Cli) -> Result<(), String> {
                 format!("serving {} read-only", root.display()),
                 stdio,
             )
+        }
+        #[cfg(feature = "client")]
+        Command::Client(_) | Command::ClientConformance { .. } => {
+            return Err("snodo client runs from main".into());
         }
         Command::Fixture {
             addr,
@@ -342,6 +363,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    #[cfg(feature = "client")]
+    if let Command::Client(args) = cli.command {
+        let code = rt.block_on(client::run(args));
+        rt.shutdown_timeout(std::time::Duration::from_millis(200));
+        return code;
+    }
+    #[cfg(feature = "client")]
+    if let Command::ClientConformance { url } = &cli.command {
+        let code = rt.block_on(client_conformance::run(url));
+        rt.shutdown_timeout(std::time::Duration::from_millis(200));
+        return code;
+    }
     let outcome = rt.block_on(run(cli));
     // Do not wait for a blocked stdin read (stdio mode ended by a signal).
     rt.shutdown_timeout(std::time::Duration::from_millis(200));

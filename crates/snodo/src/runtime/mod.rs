@@ -9,7 +9,7 @@ pub(crate) mod cursor;
 pub mod error;
 pub mod events;
 pub mod input;
-pub(crate) mod param_headers;
+pub mod param_headers;
 pub(crate) mod pending;
 pub mod policy;
 pub mod prompt;

@@ -8,11 +8,11 @@ use crate::protocol::RpcError;
 
 /// One mirrored argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ParamHeader {
+pub struct ParamHeader {
     /// The `{Name}` of `Mcp-Param-{Name}`.
-    pub(crate) name: String,
+    pub name: String,
     /// Property path from the arguments root.
-    pub(crate) path: Vec<String>,
+    pub path: Vec<String>,
 }
 
 fn is_token(s: &str) -> bool {
@@ -21,8 +21,9 @@ fn is_token(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-/// Finds every `x-mcp-header` annotation reachable through `properties` only.
-pub(crate) fn extract(schema: &Value) -> Result<Vec<ParamHeader>, String> {
+/// Finds every `x-mcp-header` annotation reachable through `properties` only; `Err`
+/// names the first invalid one (a client excludes such a tool, a server refuses it).
+pub fn extract(schema: &Value) -> Result<Vec<ParamHeader>, String> {
     let mut out: Vec<ParamHeader> = Vec::new();
     walk(schema, &mut Vec::new(), &mut out)?;
     for (i, h) in out.iter().enumerate() {
@@ -69,11 +70,7 @@ fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) -> R
 impl ParamHeader {
     /// Checks the header against the argument value. `header` is the decoded header
     /// value, if the header was sent.
-    pub(crate) fn check(
-        &self,
-        arguments: Option<&Value>,
-        header: Option<&str>,
-    ) -> Result<(), RpcError> {
+    pub fn check(&self, arguments: Option<&Value>, header: Option<&str>) -> Result<(), RpcError> {
         let mut value = arguments;
         for key in &self.path {
             value = value.and_then(|v| v.get(key));

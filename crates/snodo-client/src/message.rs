@@ -1,0 +1,128 @@
+//! JSON-RPC messages as the client sees them: what it sends and how it sorts what
+//! arrives.
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use snodo::RpcError;
+use snodo::protocol::RequestId;
+
+use crate::error::rpc_error;
+
+/// One message from the server, sorted by kind.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// The answer to a request: its id and result or error.
+    Response {
+        id: Option<RequestId>,
+        outcome: Result<Value, RpcError>,
+    },
+    /// A request from the server (legacy sampling, elicitation, roots, ping).
+    Request {
+        id: RequestId,
+        method: String,
+        params: Value,
+    },
+    /// A notification.
+    Notification { method: String, params: Value },
+}
+
+impl Incoming {
+    /// Sorts one parsed JSON value; `None` for anything that is not a JSON-RPC message.
+    pub(crate) fn classify(v: Value) -> Option<Self> {
+        let Value::Object(mut m) = v else {
+            return None;
+        };
+        let id = m
+            .remove("id")
+            .and_then(|i| serde_json::from_value::<RequestId>(i).ok());
+        let params = m.remove("params").unwrap_or(Value::Null);
+        if let Some(Value::String(method)) = m.remove("method") {
+            return Some(match id {
+                Some(id) => Self::Request { id, method, params },
+                None => Self::Notification { method, params },
+            });
+        }
+        if let Some(result) = m.remove("result") {
+            return Some(Self::Response {
+                id,
+                outcome: Ok(result),
+            });
+        }
+        let error = m.remove("error")?;
+        Some(Self::Response {
+            outcome: Err(rpc_error(id.clone(), &error)),
+            id,
+        })
+    }
+}
+
+/// Serialises a request.
+pub(crate) fn request(id: &RequestId, method: &str, params: &Map<String, Value>) -> Bytes {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), json!("2.0"));
+    m.insert("id".into(), json!(id));
+    m.insert("method".into(), json!(method));
+    if !params.is_empty() {
+        m.insert("params".into(), Value::Object(params.clone()));
+    }
+    Bytes::from(Value::Object(m).to_string())
+}
+
+/// Serialises a notification.
+pub(crate) fn notification(method: &str, params: Option<Value>) -> Bytes {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), json!("2.0"));
+    m.insert("method".into(), json!(method));
+    if let Some(p) = params {
+        m.insert("params".into(), p);
+    }
+    Bytes::from(Value::Object(m).to_string())
+}
+
+/// Serialises the answer to a server request.
+pub(crate) fn response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Bytes {
+    let body = match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(e) => {
+            let mut err = json!({"code": e.code().0, "message": e.message()});
+            if let (Some(data), Value::Object(m)) = (e.data(), &mut err) {
+                m.insert("data".into(), data.clone());
+            }
+            json!({"jsonrpc": "2.0", "id": id, "error": err})
+        }
+    };
+    Bytes::from(body.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_messages() {
+        let r = Incoming::classify(json!({"jsonrpc":"2.0","id":3,"result":{"a":1}}));
+        assert!(matches!(
+            r,
+            Some(Incoming::Response {
+                id: Some(RequestId::Number(3)),
+                outcome: Ok(_)
+            })
+        ));
+        let e = Incoming::classify(
+            json!({"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"m"}}),
+        );
+        match e {
+            Some(Incoming::Response {
+                outcome: Err(e), ..
+            }) => assert_eq!(e.code().0, -32601),
+            other => panic!("{other:?}"),
+        }
+        let q = Incoming::classify(json!({"jsonrpc":"2.0","id":1,"method":"roots/list"}));
+        assert!(matches!(q, Some(Incoming::Request { .. })));
+        let n = Incoming::classify(
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
+        );
+        assert!(matches!(n, Some(Incoming::Notification { .. })));
+        assert!(Incoming::classify(json!([1])).is_none());
+    }
+}

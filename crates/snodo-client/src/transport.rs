@@ -1,0 +1,66 @@
+//! What a connector does for the client: send one message, and for a request hand back
+//! the stream of messages that belong to it (notifications, server requests, the
+//! answer). Dropping that stream abandons the request: HTTP closes the response, stdio
+//! sends `notifications/cancelled`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+use serde_json::Value;
+use snodo::protocol::RequestId;
+use tokio::sync::mpsc;
+
+use crate::error::ClientError;
+
+/// A boxed, sendable future.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The messages that belong to one request, in arrival order.
+pub(crate) type Messages = BoxStream<'static, Result<Value, ClientError>>;
+
+/// One outgoing message and what a transport may need to know about it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Outgoing {
+    /// The serialised JSON-RPC message.
+    pub(crate) body: Bytes,
+    /// The request's id (requests only).
+    pub(crate) id: Option<RequestId>,
+    /// `Mcp-Method` (HTTP, 2026-07-28) and the method name.
+    pub(crate) method: String,
+    /// `MCP-Protocol-Version` (HTTP), when one goes with this message.
+    pub(crate) version: Option<String>,
+    /// Whether the 2026-07-28 mirror headers go with this message.
+    pub(crate) mirrors: bool,
+    /// `Mcp-Name`, already encoded.
+    pub(crate) name: Option<String>,
+    /// `Mcp-Param-{Name}` headers, already encoded.
+    pub(crate) param_headers: Vec<(String, String)>,
+    /// The request's progress token, so stdio can route progress to it.
+    pub(crate) progress_token: Option<Value>,
+}
+
+/// A connector.
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// Sends a request; the stream yields every message that belongs to it.
+    fn request(&self, out: Outgoing) -> BoxFuture<'_, Result<Messages, ClientError>>;
+
+    /// Sends a notification or the answer to a server request.
+    fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<(), ClientError>>;
+
+    /// Messages that belong to no request (stdio: server requests, list changes, logs).
+    fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
+        None
+    }
+
+    /// Opens the initialize era's standalone stream for server messages that belong to
+    /// no request (HTTP: `GET`; a server without one answers 405). They arrive on
+    /// [`unsolicited`](Self::unsolicited). Returns once the stream is open (or refused).
+    fn listen(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// Ends the connection (HTTP: `DELETE` of a session; stdio: the child exits).
+    fn close(&self) -> BoxFuture<'_, ()>;
+}
