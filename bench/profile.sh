@@ -15,6 +15,8 @@
 # N defaults to 2000 (micro) / 1000 (server). Output: $OUT_DIR [/tmp/snodo-profile-DATE].
 # CASE=call_echo_2026-07-28 picks the micro case annotated (any e2e case name);
 # SERVERS="snodo" limits server mode to some of snodo, floor-hyper, rmcp-cached.
+# SNODO_ENV / SNODO_ARGS: extra environment (e.g. RUST_LOG=snodo::request=off) and flags
+# (e.g. --metrics-addr 127.0.0.1:9464) for the snodo server, to price logs and metrics.
 # Needs the release binaries bench/compare.sh builds (server mode) and valgrind.
 # BENCH_BIN / SNODO_BIN: profile these binaries instead of building / the default path.
 set -euo pipefail
@@ -79,13 +81,16 @@ server)
   SNODO=${SNODO_BIN:-$CARGO_TARGET_DIR/release/snodo}
   FLOOR="$BASELINES/floor-server/target/release/mcp-floor"
   RMCP="$BASELINES/rmcp-server/target/release/rmcp-bench-server"
-  for b in "$SNODO" "$FLOOR" "$RMCP"; do [ -x "$b" ] || { echo "missing $b: run bench/compare.sh once" >&2; exit 2; }; done
+  for s in ${SERVERS:-snodo floor-hyper rmcp-cached}; do
+    case $s in snodo) b=$SNODO ;; floor-hyper) b=$FLOOR ;; *) b=$RMCP ;; esac
+    [ -x "$b" ] || { echo "missing $b: run bench/compare.sh once" >&2; exit 2; }
+  done
   printf '| server | proto | op | Ir per request (server process, N=%s) | malloc calls per request |\n|---|---|---|---:|---:|\n' "$N"
   for s in ${SERVERS:-snodo floor-hyper rmcp-cached}; do
     case $s in
       # (variables set around valgrind, not with env(1) under it: valgrind would
       # instrument env and the server it execs would run natively)
-      snodo) port=8950; vars=(TOKIO_WORKER_THREADS=1); cmd=("$SNODO" fixture --addr 127.0.0.1:$port --protocols 2026-07-28,2025-11-25 --profile echo) ;;
+      snodo) port=8950; vars=(TOKIO_WORKER_THREADS=1 $SNODO_ENV); cmd=("$SNODO" fixture --addr 127.0.0.1:$port --protocols 2026-07-28,2025-11-25 --profile echo $SNODO_ARGS) ;;
       floor-hyper) port=8951; vars=(FLOOR_WORKERS=1); cmd=("$FLOOR" hyper 127.0.0.1:$port) ;;
       rmcp-cached) port=8952; vars=(RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1); cmd=("$RMCP" 127.0.0.1:$port) ;;
     esac
