@@ -90,7 +90,7 @@ server)
     case $s in
       # (variables set around valgrind, not with env(1) under it: valgrind would
       # instrument env and the server it execs would run natively)
-      snodo) port=8950; vars=(TOKIO_WORKER_THREADS=1 $SNODO_ENV); cmd=("$SNODO" fixture --addr 127.0.0.1:$port --protocols 2026-07-28,2025-11-25 --profile echo $SNODO_ARGS) ;;
+      snodo) port=8950; vars=(TOKIO_WORKER_THREADS=1 ${SNODO_ENV:-}); cmd=("$SNODO" fixture --addr 127.0.0.1:$port --protocols 2026-07-28,2025-11-25 --profile echo ${SNODO_ARGS:-}) ;;
       floor-hyper) port=8951; vars=(FLOOR_WORKERS=1); cmd=("$FLOOR" hyper 127.0.0.1:$port) ;;
       rmcp-cached) port=8952; vars=(RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1); cmd=("$RMCP" 127.0.0.1:$port) ;;
     esac
