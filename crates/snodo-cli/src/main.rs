@@ -289,6 +289,9 @@ impl Telemetry {
     }
 }
 
+/// Request-log lines queued for the writer thread before new ones are dropped.
+const LOG_QUEUE_LINES: usize = 4096;
+
 /// Logs go to stderr always (stdout carries the stdio transport's messages); with
 /// `--otlp-endpoint`, request spans also go to the OTLP exporter.
 fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry, String> {
@@ -302,7 +305,10 @@ fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Tele
     // events are queued to a writer thread instead. When stderr stops draining (a
     // client that pipes it and never reads) and the queue fills, events are dropped:
     // logs never stall the protocol.
+    // The queue holds 4096 lines (the default of 128 000 preallocates ~4 MiB, all of it
+    // touched at start: cold start and first-answer RSS, issue 15).
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_QUEUE_LINES)
         .lossy(true)
         .finish(std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer()
