@@ -112,87 +112,68 @@ pub(crate) fn admit_request(
         .as_ref()
         .and_then(|m| m.meta.protocol_version.as_deref());
 
-    if method == Method::Initialize && body_version.is_none() {
-        if let Some(error) = initialize_unsupported(runtime, &params, header) {
-            return Err(fail(error));
-        }
-        if let Some(dialect) = select_initialize(runtime, &params, header) {
-            if header.is_some_and(|h| h != dialect.version()) {
-                return Err(Rejection::for_dialect(
+    // The dialect the request is answered in, or the refusal.
+    let dialect = 'chosen: {
+        if method == Method::Initialize && body_version.is_none() {
+            if let Some(error) = initialize_unsupported(runtime, &params, header) {
+                return Err(fail(error));
+            }
+            if let Some(dialect) = select_initialize(runtime, &params, header) {
+                if header.is_some_and(|h| h != dialect.version()) {
+                    return Err(Rejection::for_dialect(
                     dialect,
                     RpcError::invalid_params(format!(
                         "MCP-Protocol-Version header conflicts with the negotiated version {dialect}"
                     ))
                     .with_id(id.clone()),
                 ));
+                }
+                break 'chosen dialect;
             }
-            let meta = meta
-                .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
-                .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
-            return Ok(Call {
-                dialect,
-                method,
-                method_name: method_name.to_owned(),
-                params,
-                arguments,
-                meta,
-                catalogue,
-            });
         }
-    }
 
-    let Some(header) = header else {
-        // A request whose `_meta` names its version has a way to know it: it is a
-        // 2026-07-28 request missing its header, refused below.
-        if let Some(dialect) = runtime
-            .headerless_dialect()
-            .filter(|_| body_version.is_none())
-        {
-            let meta = meta
-                .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
-                .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
-            return Ok(Call {
-                dialect,
-                method,
-                method_name: method_name.to_owned(),
-                params,
-                arguments,
-                meta,
-                catalogue,
-            });
-        }
-        let message =
-            "Missing MCP-Protocol-Version header: it is required on every request after initialize";
-        let code = if runtime.stateless_dialect().is_some() {
-            ErrorCode::HEADER_MISMATCH
-        } else {
-            ErrorCode::INVALID_REQUEST
+        let Some(header) = header else {
+            // A request whose `_meta` names its version has a way to know it: it is a
+            // 2026-07-28 request missing its header, refused below.
+            if let Some(dialect) = runtime
+                .headerless_dialect()
+                .filter(|_| body_version.is_none())
+            {
+                break 'chosen dialect;
+            }
+            let message = "Missing MCP-Protocol-Version header: it is required on every request after initialize";
+            let code = if runtime.stateless_dialect().is_some() {
+                ErrorCode::HEADER_MISMATCH
+            } else {
+                ErrorCode::INVALID_REQUEST
+            };
+            return Err(fail(RpcError::new(code, message)));
         };
-        return Err(fail(RpcError::new(code, message)));
+        let Some(dialect) = runtime.dialect(header) else {
+            return Err(fail(RpcError::unsupported_version(
+                runtime.supported_versions(),
+                header,
+            )));
+        };
+        if body_version.is_some_and(|b| b != header) {
+            return Err(fail(RpcError::header_mismatch(format!(
+                "MCP-Protocol-Version header {header:?} does not match params._meta protocolVersion {:?}",
+                body_version.unwrap_or_default()
+            ))));
+        }
+        if dialect.is_stateless() {
+            check_stateless(
+                &catalogue,
+                headers,
+                method,
+                method_name,
+                meta.as_ref(),
+                (&params, arguments.as_ref()),
+            )
+            .map_err(fail)?;
+        }
+        dialect
     };
-    let Some(dialect) = runtime.dialect(header) else {
-        return Err(fail(RpcError::unsupported_version(
-            runtime.supported_versions(),
-            header,
-        )));
-    };
-    if body_version.is_some_and(|b| b != header) {
-        return Err(fail(RpcError::header_mismatch(format!(
-            "MCP-Protocol-Version header {header:?} does not match params._meta protocolVersion {:?}",
-            body_version.unwrap_or_default()
-        ))));
-    }
-    if dialect.is_stateless() {
-        check_stateless(
-            &catalogue,
-            headers,
-            method,
-            method_name,
-            meta.as_ref(),
-            (&params, arguments.as_ref()),
-        )
-        .map_err(fail)?;
-    }
     let meta = meta
         .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
         .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
