@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
-use snodo::protocol::{ErrorCode, Method, RequestId};
+use snodo::protocol::{Dialect, ErrorCode, Method, RequestId};
 use snodo::runtime::param_headers::ParamHeader;
 
 use crate::builder::{CallOptions, ClientBuilder, Protocol};
@@ -395,11 +395,10 @@ impl Client {
 }
 
 /// The `MCP-Protocol-Version` header for a message: every 2026 message; initialize-era
-/// messages after `initialize` (2025-03-26 had no such header).
+/// messages after `initialize`, in the dialects that have the header (the dialect says).
 pub(crate) fn header_version(st: &State, method: &str) -> Option<String> {
-    if st.version.is_empty()
-        || (!st.stateless && (method == "initialize" || st.version == "2025-03-26"))
-    {
+    let has_header = Dialect::by_version(&st.version).is_none_or(Dialect::has_version_header);
+    if st.version.is_empty() || (!st.stateless && (method == "initialize" || !has_header)) {
         None
     } else {
         Some(st.version.clone())
