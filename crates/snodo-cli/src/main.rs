@@ -10,6 +10,7 @@ mod client;
 mod client_conformance;
 mod demo;
 mod fixture;
+mod logs;
 mod oauth;
 
 use std::net::SocketAddr;
@@ -270,88 +271,9 @@ async fn run(cli: Cli) -> Result<(), String> {
     server.run().await.map_err(|e| e.to_string())
 }
 
-/// What must be flushed at exit.
-struct Telemetry {
-    /// The stderr writer's thread: dropping it flushes what is queued.
-    _logs: tracing_appender::non_blocking::WorkerGuard,
-    #[cfg(feature = "otlp")]
-    provider: Option<snodo::otlp::SdkTracerProvider>,
-}
-
-impl Telemetry {
-    fn shutdown(self) {
-        #[cfg(feature = "otlp")]
-        if let Some(p) = self.provider {
-            if let Err(e) = p.shutdown() {
-                eprintln!("snodo: flushing spans failed: {e}");
-            }
-        }
-    }
-}
-
-/// Request-log lines queued for the writer thread before new ones are dropped.
-const LOG_QUEUE_LINES: usize = 4096;
-
-/// Logs go to stderr always (stdout carries the stdio transport's messages); with
-/// `--otlp-endpoint`, request spans also go to the OTLP exporter.
-fn init_telemetry(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry, String> {
-    use tracing_subscriber::Layer as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| "snodo=info,warn".into());
-    // One write per event would be one syscall on a worker thread per request: the
-    // events are queued to a writer thread instead. When stderr stops draining (a
-    // client that pipes it and never reads) and the queue fills, events are dropped:
-    // logs never stall the protocol.
-    // The queue holds 4096 lines (the default of 128 000 preallocates ~4 MiB, all of it
-    // touched at start: cold start and first-answer RSS, issue 15).
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .buffered_lines_limit(LOG_QUEUE_LINES)
-        .lossy(true)
-        .finish(std::io::stderr());
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(writer);
-    let fmt = match format {
-        LogFormat::Human => fmt.boxed(),
-        LogFormat::Json => fmt.json().flatten_event(true).boxed(),
-    };
-    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
-    match otlp_endpoint {
-        None => {
-            registry.init();
-            Ok(Telemetry {
-                _logs: guard,
-                #[cfg(feature = "otlp")]
-                provider: None,
-            })
-        }
-        #[cfg(feature = "otlp")]
-        Some(endpoint) => {
-            let provider = snodo::otlp::provider(endpoint, "snodo")
-                .map_err(|e| format!("cannot export to {endpoint}: {e}"))?;
-            let spans = tracing_subscriber::filter::Targets::new()
-                .with_target(snodo::SPAN_TARGET, tracing::Level::DEBUG);
-            registry
-                .with(snodo::otlp::layer(&provider).with_filter(spans))
-                .init();
-            Ok(Telemetry {
-                _logs: guard,
-                provider: Some(provider),
-            })
-        }
-        #[cfg(not(feature = "otlp"))]
-        Some(_) => Err("--otlp-endpoint needs a snodo built with the otlp feature \
-             (cargo build -p snodo-cli --features otlp)"
-            .into()),
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let telemetry = match init_telemetry(cli.log_format, cli.otlp_endpoint.as_deref()) {
+    let telemetry = match logs::init(cli.log_format, cli.otlp_endpoint.as_deref()) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("snodo: {e}");
