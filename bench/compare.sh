@@ -6,8 +6,9 @@
 #        QUICK=1 bench/compare.sh    # 1 repetition of 3 s cells (~3 min): a smoke test
 #
 # What it does
-#   1. builds (release, thin LTO, codegen-units=1 — the baselines' profile) our
-#      `snodo` into $CARGO_TARGET_DIR [/tmp/target-bench], and the floor-hyper and
+#   1. builds our `snodo` exactly as users do (`cargo build --release -p snodo-cli`: the
+#      workspace's release profile, thin LTO and one codegen unit, the baselines' profile
+#      too) into $CARGO_TARGET_DIR [/tmp/target-bench], and the floor-hyper and
 #      rmcp baselines from the shared kit (copied to $BASELINES [/tmp/snodo-bench-baselines];
 #      their code is never committed here). SKIP_BUILD=1 uses existing binaries.
 #   2. per repetition, for each server in turn (order rotated every repetition): start it
@@ -15,12 +16,16 @@
 #      bench.sh (wrk, 1 thread, pinned to $LOADGEN_CPU), stop it (by PID):
 #        tools/call echo and tools/list x 2026-07-28 and 2025-11-25 headers x c=1 and c=32,
 #        then tools/call 2026-07-28 at c=256 (memory under many connections).
-#   3. prints the shared kit's summarize.py medians, then bench/compare.py: our figures
-#      and their ratios to the floor and to rmcp, checked against the issue-8 targets.
+#   3. cold start (bench/http_cold_start.py, COLD_REPS [9] interleaved runs + one callgrind
+#      run each): spawn to the first answered tools/list, CPU, RSS at that answer.
+#   4. prints the shared kit's summarize.py medians, then bench/compare.py: our figures
+#      and their ratios to the floor and to rmcp, checked against the issue-15 targets.
 #
 # Servers (all: tokio multi-thread runtime with 1 worker thread + the main thread):
 #   snodo        snodo fixture --profile echo --protocols 2026-07-28,2025-11-25
 #                (TOKIO_WORKER_THREADS=1, plus --workers 1 when the CLI honours it)
+#   snodo-2w     the same with two workers, not pinned: requests per server CPU-second
+#                against one worker's is what cross-thread work costs
 #   floor-hyper  mcp-floor hyper (FLOOR_WORKERS=1)
 #   rmcp-cached  rmcp 3.11 stateless, json_response, router built once
 #                (RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1)
@@ -29,7 +34,8 @@
 #   LOADGEN_CPU [0] / SERVER_CPU [0]: default co-located on CPU 0, as in
 #   ../shared/reference/rust-anchors.md §3 (where the issue's reference numbers come from);
 #   LOADGEN_CPU=1 SERVER_CPU=0 gives the server a core of its own (check srvCPU >= 0.95).
-#   SERVERS ["snodo floor-hyper rmcp-cached"]   KIT [/work/shared/tools/bench]
+#   SERVERS ["snodo snodo-2w floor-hyper rmcp-cached"]   KIT [/work/shared/tools/bench]
+#   COLD [1]: 0 skips the cold-start phase.
 #   C256 [1]: 0 skips the c=256 cells.
 #   SNODO_BIN: measure this snodo binary instead of building one (e.g. a saved build of
 #   another commit, for before/after runs).
@@ -43,7 +49,8 @@ if [ "${QUICK:-0}" = 1 ]; then REPS=${REPS:-1}; DURATION=${DURATION:-3}; WARMUP=
 REPS=${REPS:-3}
 export DURATION=${DURATION:-10} WARMUP=${WARMUP:-2}
 export LOADGEN_CPU=${LOADGEN_CPU-0} SERVER_CPU=${SERVER_CPU-0}
-SERVERS=${SERVERS:-"snodo floor-hyper rmcp-cached"}
+SERVERS=${SERVERS:-"snodo snodo-2w floor-hyper rmcp-cached"}
+COLD=${COLD:-1}
 C256=${C256:-1}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-bench}
 BASELINES=${BASELINES:-/tmp/snodo-bench-baselines}
@@ -61,9 +68,8 @@ for t in wrk curl taskset python3 ss; do command -v $t >/dev/null || die "$t not
 # --- 1. build ---------------------------------------------------------------------------
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   if [ -z "${SNODO_BIN:-}" ]; then
-    echo "== building snodo (release, thin LTO, codegen-units=1) into $CARGO_TARGET_DIR" >&2
-    (cd "$REPO" && CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-       cargo build --release -q -p snodo-cli)
+    echo "== building snodo (cargo build --release -p snodo-cli) into $CARGO_TARGET_DIR" >&2
+    (cd "$REPO" && cargo build --release -q -p snodo-cli)
   fi
   for b in floor-server rmcp-server; do
     mkdir -p "$BASELINES"
@@ -92,11 +98,13 @@ start_server() { # $1=name -> sets SERVER_PID, PORT
   local name=$1 pin=() cmd=()
   [ -n "$SERVER_CPU" ] && pin=(taskset -c "$SERVER_CPU")
   case "$name" in
-    snodo)
+    snodo|snodo-2w)
       PORT=8940
+      local n=1
+      [ "$name" = snodo-2w ] && { n=2; pin=(); }
       local workers=()
-      "$SNODO" --help 2>/dev/null | grep -q -- '--workers' && workers=(--workers 1)
-      cmd=(env TOKIO_WORKER_THREADS=1 "$SNODO" "${workers[@]}" fixture --addr "127.0.0.1:$PORT"
+      "$SNODO" --help 2>/dev/null | grep -q -- '--workers' && workers=(--workers $n)
+      cmd=(env TOKIO_WORKER_THREADS=$n "$SNODO" "${workers[@]}" fixture --addr "127.0.0.1:$PORT"
            --protocols 2026-07-28,2025-11-25 --profile echo) ;;
     floor-hyper)
       PORT=8933; cmd=(env FLOOR_WORKERS=1 "$FLOOR" hyper "127.0.0.1:$PORT") ;;
@@ -161,10 +169,24 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 
-# --- 3. report --------------------------------------------------------------------------
+# --- 3. cold start ----------------------------------------------------------------------
+COLD_OUT="$OUT_DIR/cold.jsonl"
+if [ "$COLD" = 1 ]; then
+  echo "== cold start, ${COLD_REPS:-9} interleaved runs per server + one callgrind run" >&2
+  cold=(--server "snodo=8940=$SNODO fixture --addr 127.0.0.1:8940 --protocols 2026-07-28,2025-11-25 --profile echo --workers 1")
+  cold+=(--server "floor-hyper=8933=$FLOOR hyper 127.0.0.1:8933" --server "rmcp-cached=8934=$RMCP 127.0.0.1:8934")
+  command -v valgrind >/dev/null && cold+=(--callgrind)
+  TOKIO_WORKER_THREADS=1 FLOOR_WORKERS=1 RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1 \
+    python3 "$HERE/http_cold_start.py" --reps "${COLD_REPS:-9}" --out "$COLD_OUT" "${cold[@]}" \
+    | tee "$OUT_DIR/cold.txt"
+fi
+
+# --- 4. report --------------------------------------------------------------------------
 echo
 echo "## medians per cell (shared kit summarize.py)"
 python3 "$KIT/summarize.py" "$RAW"
 echo
 cat "$OUT_DIR/header.txt"
-python3 "$HERE/compare.py" "$RAW" --mem "$OUT_DIR/mem.jsonl" | tee "$OUT_DIR/table.txt"
+python3 "$HERE/compare.py" "$RAW" --mem "$OUT_DIR/mem.jsonl" \
+  ${COLD_OUT:+$( [ -s "$COLD_OUT" ] && echo --cold "$COLD_OUT")} | tee "$OUT_DIR/table.txt"
+[ -s "$OUT_DIR/cold.txt" ] && cat "$OUT_DIR/cold.txt"
