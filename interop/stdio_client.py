@@ -73,12 +73,30 @@ async def demo(args, want):
             r = await client.get_prompt("review_file", {"path": "hello.txt"})
             assert "hello world" in dump(r), dump(r)
 
+        async def rate_limit():
+            """The demo's search allows 30 calls per 10 s per caller (one spent above): a
+            burst meets the limit as a tool error the model can read, with the retry hint
+            in _meta for clients that retry on their own."""
+            for i in range(1, 41):
+                r = await client.call_tool("search", {"query": "hello"})
+                if r.is_error:
+                    body = json.loads(dump(r))
+                    limit = body.get("_meta", {}).get("io.snodo/limit", {})
+                    assert limit.get("reason") == "rate", body
+                    assert limit.get("retryAfterMs", 0) > 0, body
+                    text = " ".join(c.get("text", "") for c in body.get("content", []))
+                    assert "rate" in text.lower() or "retry" in text.lower(), text
+                    assert 25 <= i <= 31, f"limited after {i} calls: {body}"
+                    return f"call {i + 1} of the window refused: {text!r}, retryAfterMs={limit['retryAfterMs']}"
+            raise AssertionError("40 calls in a burst were never limited")
+
         for name, fn in [
             ("version", version),
             ("tools/list", tools),
             ("tools/call search", call),
             ("resources/list + read", resources),
             ("prompts/get review_file", prompt),
+            ("search rate limit (per-tool policy)", rate_limit),
         ]:
             await step(name, fn)
 

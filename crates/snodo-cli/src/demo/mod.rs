@@ -3,7 +3,9 @@
 //! - every file is a resource addressed by the template `file://<root>/{+path}` and
 //!   listed (paginated) by `resources/list`;
 //! - `snodo://demo/about` describes the server;
-//! - the `search` tool finds text across files and returns structured matches;
+//! - the `search` tool finds text across files and returns structured matches, held to
+//!   its own limits (a walk of a large folder is the expensive call here): 10 s, 4 at
+//!   once, 30 calls per 10 s per caller;
 //! - the `review_file` prompt embeds a file and asks for a review;
 //! - file paths complete in the prompt argument and in the template variable.
 
@@ -11,12 +13,13 @@ mod fs;
 mod search;
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::json;
 use snodo::protocol::Dialect;
 use snodo::{
     CacheHint, CacheScope, CompletionRequest, Content, HandlerError, Json, Prompt, PromptMessage,
-    PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceInfo,
+    PromptResult, RateLimit, ReadRequest, RequestContext, Resource, ResourceContents, ResourceInfo,
     ResourceTemplate, RpcError, Runtime, RuntimeBuilder, Tool,
 };
 
@@ -132,6 +135,9 @@ pub(crate) fn builder(
             .title("Search files")
             .description("Case-insensitive text search across the files of the served folder. Returns matching lines with their file path and line number.")
             .read_only()
+            .timeout(Duration::from_secs(10))
+            .max_concurrent(4)
+            .rate_limit(RateLimit::per_principal(30, Duration::from_secs(10)))
             .output::<SearchOutput>()
             .handler(move |args: SearchArgs, ctx: RequestContext| {
                 let root = root.clone();
