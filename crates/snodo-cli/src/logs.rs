@@ -162,7 +162,7 @@ fn format_line(format: LogFormat, now: SystemTime, event: &Event<'_>, line: &mut
             });
             line.push_str(meta.target());
             line.push(':');
-            event.record(&mut Human { line });
+            event.record(&mut Fields::<Human>::new(line));
         }
         LogFormat::Json => {
             line.push_str("{\"timestamp\":\"");
@@ -170,7 +170,7 @@ fn format_line(format: LogFormat, now: SystemTime, event: &Event<'_>, line: &mut
             line.push_str("\",\"level\":\"");
             line.push_str(meta.level().as_str());
             line.push('"');
-            event.record(&mut Json { line });
+            event.record(&mut Fields::<Json>::new(line));
             line.push_str(",\"target\":");
             push_json_str(line, meta.target());
             line.push('}');
@@ -179,88 +179,96 @@ fn format_line(format: LogFormat, now: SystemTime, event: &Event<'_>, line: &mut
     line.push('\n');
 }
 
+/// How one format writes a field's name and the values that are not plain numbers.
+trait Style {
+    /// Before a value: ` key=` (human) or `,"key":` (JSON).
+    fn key(line: &mut String, field: &Field);
+    fn str(line: &mut String, field: &Field, value: &str);
+    fn debug(line: &mut String, value: &dyn std::fmt::Debug);
+}
+
 /// `key=value` pairs after the message; strings quoted and escaped like `Debug` does.
-struct Human<'a> {
-    line: &'a mut String,
-}
+struct Human;
 
-impl Human<'_> {
-    fn key(&mut self, field: &Field) {
-        self.line.push(' ');
+impl Style for Human {
+    fn key(line: &mut String, field: &Field) {
+        line.push(' ');
         if field.name() != "message" {
-            self.line.push_str(field.name());
-            self.line.push('=');
+            line.push_str(field.name());
+            line.push('=');
         }
     }
-}
 
-impl Visit for Human<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.key(field);
+    fn str(line: &mut String, field: &Field, value: &str) {
         if field.name() == "message" {
-            self.line.push_str(value);
+            line.push_str(value);
         } else {
-            push_json_str(self.line, value);
+            push_json_str(line, value);
         }
     }
 
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.key(field);
-        self.line.push_str(itoa::Buffer::new().format(value));
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.key(field);
-        self.line.push_str(itoa::Buffer::new().format(value));
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.key(field);
-        self.line.push_str(if value { "true" } else { "false" });
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.key(field);
-        let _ = write!(self.line, "{value:?}");
+    fn debug(line: &mut String, value: &dyn std::fmt::Debug) {
+        let _ = write!(line, "{value:?}");
     }
 }
 
 /// `,"key":value` members, flattened into the event object.
-struct Json<'a> {
-    line: &'a mut String,
-}
+struct Json;
 
-impl Json<'_> {
-    fn key(&mut self, field: &Field) {
-        self.line.push(',');
-        push_json_str(self.line, field.name());
-        self.line.push(':');
+impl Style for Json {
+    fn key(line: &mut String, field: &Field) {
+        line.push(',');
+        push_json_str(line, field.name());
+        line.push(':');
+    }
+
+    fn str(line: &mut String, _field: &Field, value: &str) {
+        push_json_str(line, value);
+    }
+
+    fn debug(line: &mut String, value: &dyn std::fmt::Debug) {
+        push_json_str(line, &format!("{value:?}"));
     }
 }
 
-impl Visit for Json<'_> {
+/// An event's fields written into `line` in style `S`.
+struct Fields<'a, S> {
+    line: &'a mut String,
+    style: std::marker::PhantomData<S>,
+}
+
+impl<'a, S: Style> Fields<'a, S> {
+    fn new(line: &'a mut String) -> Self {
+        Self {
+            line,
+            style: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<S: Style> Visit for Fields<'_, S> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.key(field);
-        push_json_str(self.line, value);
+        S::key(self.line, field);
+        S::str(self.line, field, value);
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.key(field);
+        S::key(self.line, field);
         self.line.push_str(itoa::Buffer::new().format(value));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.key(field);
+        S::key(self.line, field);
         self.line.push_str(itoa::Buffer::new().format(value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.key(field);
+        S::key(self.line, field);
         self.line.push_str(if value { "true" } else { "false" });
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.key(field);
+        S::key(self.line, field);
         if value.is_finite() {
             let _ = write!(self.line, "{value}");
         } else {
@@ -269,8 +277,8 @@ impl Visit for Json<'_> {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.key(field);
-        push_json_str(self.line, &format!("{value:?}"));
+        S::key(self.line, field);
+        S::debug(self.line, value);
     }
 }
 
