@@ -281,4 +281,69 @@ mod tests {
             assert_eq!(r["error"]["message"], "Resource not found", "{tricky}");
         }
     }
+
+    async fn post(
+        service: &McpService,
+        method: &str,
+        name: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        let mut params = params;
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let req = http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .header("mcp-name", name)
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_string(),
+            )))
+            .unwrap_or_default();
+        let resp = service.handle(req).await;
+        let bytes = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn index_folder_runs_as_a_task() {
+        let dir = std::env::temp_dir().join(format!("snodo-index-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(dir.join("src"));
+        let _ = std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b() {}\n");
+        let _ = std::fs::write(dir.join("notes.md"), "# notes\n");
+        let runtime = runtime(&dir, vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
+        let service = McpService::new(runtime);
+        let created = post(
+            &service,
+            "tools/call",
+            "index_folder",
+            json!({"name": "index_folder", "arguments": {}}),
+        )
+        .await;
+        assert_eq!(created["result"]["resultType"], "task", "{created}");
+        let id = created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut task = json!(null);
+        for _ in 0..200 {
+            task = post(&service, "tasks/get", &id, json!({"taskId": id})).await;
+            if task["result"]["status"] == "completed" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let summary = &task["result"]["result"]["structuredContent"];
+        assert_eq!(summary["files"], 2, "{task}");
+        assert_eq!(summary["lines"], 3);
+        assert_eq!(summary["by_extension"]["rs"]["lines"], 2);
+        assert_eq!(summary["largest"][0]["path"], "src/a.rs");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
