@@ -6,10 +6,13 @@
 //! - the `search` tool finds text across files and returns structured matches, held to
 //!   its own limits (a walk of a large folder is the expensive call here): 10 s, 4 at
 //!   once, 30 calls per 10 s per caller;
+//! - the `index_folder` tool (a task for clients with the tasks extension) walks the
+//!   folder, reports its progress and returns totals per extension and the largest files;
 //! - the `review_file` prompt embeds a file and asks for a review;
 //! - file paths complete in the prompt argument and in the template variable.
 
 mod fs;
+mod index;
 mod search;
 
 use std::path::Path;
@@ -123,7 +126,7 @@ pub(crate) fn builder(
                 "server": "snodo demo",
                 "root": root.dir().display().to_string(),
                 "template": format!("{base}/{{+path}}"),
-                "tools": ["search"],
+                "tools": ["search", "index_folder"],
                 "prompts": ["review_file"],
             })
             .to_string(),
@@ -152,6 +155,17 @@ pub(crate) fn builder(
                     Ok(Json(out))
                 }
             })
+    };
+
+    let index_tool = {
+        let root = root.clone();
+        Tool::new("index_folder")
+            .title("Index the folder")
+            .description("Walks the served folder and summarises it: files, bytes and lines per extension, the largest files. Runs as a task for clients that support the tasks extension (progress in the task's status message).")
+            .read_only()
+            .task(snodo::tasks::TaskSupport::Optional)
+            .output::<index::IndexOutput>()
+            .handler(move |args: index::IndexArgs, ctx: RequestContext| index::index(root.clone(), args, ctx))
     };
 
     let review = {
@@ -205,6 +219,7 @@ pub(crate) fn builder(
         .read_cache(CacheHint::new(1_000, CacheScope::Private))
         .discover_cache(CacheHint::new(60_000, CacheScope::Public))
         .tool(search_tool)
+        .tool(index_tool)
         .resource(about)
         .resource_template(template)
         .prompt(review))
@@ -271,5 +286,70 @@ mod tests {
             assert_eq!(r["error"]["code"], -32602, "{tricky}: {r}");
             assert_eq!(r["error"]["message"], "Resource not found", "{tricky}");
         }
+    }
+
+    async fn post(
+        service: &McpService,
+        method: &str,
+        name: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        let mut params = params;
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let req = http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .header("mcp-name", name)
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_string(),
+            )))
+            .unwrap_or_default();
+        let resp = service.handle(req).await;
+        let bytes = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn index_folder_runs_as_a_task() {
+        let dir = std::env::temp_dir().join(format!("snodo-index-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(dir.join("src"));
+        let _ = std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b() {}\n");
+        let _ = std::fs::write(dir.join("notes.md"), "# notes\n");
+        let runtime = runtime(&dir, vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
+        let service = McpService::new(runtime);
+        let created = post(
+            &service,
+            "tools/call",
+            "index_folder",
+            json!({"name": "index_folder", "arguments": {}}),
+        )
+        .await;
+        assert_eq!(created["result"]["resultType"], "task", "{created}");
+        let id = created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut task = json!(null);
+        for _ in 0..200 {
+            task = post(&service, "tasks/get", &id, json!({"taskId": id})).await;
+            if task["result"]["status"] == "completed" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let summary = &task["result"]["result"]["structuredContent"];
+        assert_eq!(summary["files"], 2, "{task}");
+        assert_eq!(summary["lines"], 3);
+        assert_eq!(summary["by_extension"]["rs"]["lines"], 2);
+        assert_eq!(summary["largest"][0]["path"], "src/a.rs");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

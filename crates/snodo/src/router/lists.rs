@@ -107,7 +107,7 @@ impl Runtime {
             "protocolVersion".into(),
             Value::String(call.dialect.version().into()),
         );
-        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        out.insert("capabilities".into(), self.capabilities_for(call));
         out.insert("serverInfo".into(), view.server_info.clone());
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
@@ -115,7 +115,23 @@ impl Runtime {
         Ok(out)
     }
 
-    pub(super) fn discover(&self) -> Map<String, Value> {
+    /// The `ServerCapabilities` a request is answered with: with the tasks extension
+    /// when the dialect offers it and a tool runs as a task.
+    fn capabilities_for(&self, call: &Call) -> Value {
+        let mut capabilities = self.inner.capabilities.to_json();
+        if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
+            if let Value::Object(caps) = &mut capabilities {
+                caps.insert(
+                    "extensions".into(),
+                    serde_json::json!({ crate::tasks::TASKS_EXTENSION: {} }),
+                );
+            }
+        }
+        capabilities
+    }
+
+    /// `server/discover`: versions, capabilities, instructions.
+    pub(super) fn discover(&self, call: &Call) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert(
             "supportedVersions".into(),
@@ -127,7 +143,7 @@ impl Runtime {
                     .collect(),
             ),
         );
-        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        out.insert("capabilities".into(), self.capabilities_for(call));
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
         }
