@@ -59,6 +59,7 @@ pub mod protocol;
 mod router;
 pub mod runtime;
 pub mod stdio;
+pub mod tasks;
 
 pub use engine::observe::REQUEST_TARGET;
 pub use engine::trace::{SPAN_TARGET, TraceContext};
