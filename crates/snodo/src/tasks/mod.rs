@@ -8,7 +8,8 @@
 mod memory;
 mod store;
 
-// contract suite: tasks/contract.rs (stores helper)
+#[cfg(feature = "task-store-contract")]
+pub mod contract;
 
 pub use memory::MemoryStore;
 pub use store::{
