@@ -111,7 +111,11 @@ impl<B: Backend> SqlStore<B> {
         self.fetch(
             "SELECT {cols} FROM snodo_tasks \
              WHERE id = $1 AND owner_subject = $2 AND owner_scope = $3 AND {live}",
-            &[id.into(), owner.subject.as_str().into(), owner.scope.as_str().into()],
+            &[
+                id.into(),
+                owner.subject.as_str().into(),
+                owner.scope.as_str().into(),
+            ],
         )
         .await
     }
@@ -160,7 +164,12 @@ impl<B: Backend> SqlStore<B> {
             .execute(
                 "UPDATE snodo_tasks SET status = $2, status_message = $3, input_requests = $4, \
                  version = version + 1, updated_at = {now} WHERE id = $1 AND {running}",
-                &[id.into(), status.as_str().into(), message.into(), requests.into()],
+                &[
+                    id.into(),
+                    status.as_str().into(),
+                    message.into(),
+                    requests.into(),
+                ],
             )
             .await?;
         self.wake(id, n)
@@ -182,7 +191,13 @@ impl<B: Backend> SqlStore<B> {
                 "UPDATE snodo_tasks SET status = $2, outcome_kind = $3, outcome = $4, \
                  status_message = $5, input_requests = NULL, version = version + 1, \
                  updated_at = {now} WHERE id = $1 AND {running}",
-                &[id.into(), status.as_str().into(), kind.into(), json.into(), message.into()],
+                &[
+                    id.into(),
+                    status.as_str().into(),
+                    kind.into(),
+                    json.into(),
+                    message.into(),
+                ],
             )
             .await?;
         self.wake(id, n)
@@ -199,7 +214,11 @@ impl<B: Backend> SqlStore<B> {
                  version = version + 1, updated_at = {now} \
                  WHERE id = $1 AND owner_subject = $2 AND owner_scope = $3 AND {live} \
                  AND {running} AND cancel_requested = FALSE",
-                &[id.into(), owner.subject.as_str().into(), owner.scope.as_str().into()],
+                &[
+                    id.into(),
+                    owner.subject.as_str().into(),
+                    owner.scope.as_str().into(),
+                ],
             )
             .await?;
         if n > 0 {
@@ -236,7 +255,11 @@ impl<B: Backend> SqlStore<B> {
                 .execute(
                     "UPDATE snodo_tasks SET input_responses = $2, version = version + 1, \
                      updated_at = {now} WHERE id = $1 AND version = $3",
-                    &[id.into(), Value::Object(stored).to_string().into(), raw.version.into()],
+                    &[
+                        id.into(),
+                        Value::Object(stored).to_string().into(),
+                        raw.version.into(),
+                    ],
                 )
                 .await?;
             if n > 0 {
@@ -399,7 +422,13 @@ impl<B: Backend> TaskStore for SqlStore<B> {
         message: Option<String>,
         input_requests: Option<Map<String, Value>>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(SqlStore::set_status(self, id, status, message, input_requests))
+        Box::pin(SqlStore::set_status(
+            self,
+            id,
+            status,
+            message,
+            input_requests,
+        ))
     }
 
     fn finish<'a>(

@@ -7,7 +7,6 @@
 //! `poll_interval` until it is back (and are all woken when it is, since notifications
 //! sent meanwhile are lost).
 
-use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -150,31 +149,19 @@ async fn listen(pool: PgPool, first: PgListener, changes: Changes, retry: Durati
 impl Backend for Postgres {
     const NOW: &'static str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
 
-    fn execute<'a>(
-        &'a self,
-        sql: &'a str,
-        args: &'a [Arg],
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'a {
-        async move {
-            let done = bind(sqlx::query(sql), args)
-                .execute(&self.0)
-                .await
-                .map_err(db_error)?;
-            Ok(done.rows_affected())
-        }
+    async fn execute(&self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
+        let done = bind(sqlx::query(sql), args)
+            .execute(&self.0)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected())
     }
 
-    fn fetch<'a>(
-        &'a self,
-        sql: &'a str,
-        args: &'a [Arg],
-    ) -> impl Future<Output = Result<Option<Raw>, StoreError>> + Send + 'a {
-        async move {
-            let row = bind(sqlx::query(sql), args)
-                .fetch_optional(&self.0)
-                .await
-                .map_err(db_error)?;
-            row.as_ref().map(decode).transpose()
-        }
+    async fn fetch(&self, sql: &str, args: &[Arg]) -> Result<Option<Raw>, StoreError> {
+        let row = bind(sqlx::query(sql), args)
+            .fetch_optional(&self.0)
+            .await
+            .map_err(db_error)?;
+        row.as_ref().map(decode).transpose()
     }
 }

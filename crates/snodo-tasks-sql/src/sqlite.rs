@@ -7,13 +7,12 @@
 //!
 //! [`TaskStore::recover`]: snodo::tasks::TaskStore::recover
 
-use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
 use snodo::tasks::StoreError;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::core::{Backend, SqlStore, changes};
 use crate::row::{Arg, Raw, bind, decode};
@@ -75,9 +74,7 @@ impl SqlStore<Sqlite> {
             .acquire_timeout(options.busy_timeout)
             .connect_with(connect)
             .await
-            .map_err(|e| {
-                StoreError::Unavailable(format!("task store {}: {e}", path.display()))
-            })?;
+            .map_err(|e| StoreError::Unavailable(format!("task store {}: {e}", path.display())))?;
         migrate::migrator(migrate::SQLITE)
             .await?
             .run(&pool)
@@ -95,31 +92,19 @@ impl SqlStore<Sqlite> {
 impl Backend for Sqlite {
     const NOW: &'static str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
-    fn execute<'a>(
-        &'a self,
-        sql: &'a str,
-        args: &'a [Arg],
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'a {
-        async move {
-            let done = bind(sqlx::query(sql), args)
-                .execute(&self.0)
-                .await
-                .map_err(db_error)?;
-            Ok(done.rows_affected())
-        }
+    async fn execute(&self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
+        let done = bind(sqlx::query(sql), args)
+            .execute(&self.0)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected())
     }
 
-    fn fetch<'a>(
-        &'a self,
-        sql: &'a str,
-        args: &'a [Arg],
-    ) -> impl Future<Output = Result<Option<Raw>, StoreError>> + Send + 'a {
-        async move {
-            let row = bind(sqlx::query(sql), args)
-                .fetch_optional(&self.0)
-                .await
-                .map_err(db_error)?;
-            row.as_ref().map(decode).transpose()
-        }
+    async fn fetch(&self, sql: &str, args: &[Arg]) -> Result<Option<Raw>, StoreError> {
+        let row = bind(sqlx::query(sql), args)
+            .fetch_optional(&self.0)
+            .await
+            .map_err(db_error)?;
+        row.as_ref().map(decode).transpose()
     }
 }

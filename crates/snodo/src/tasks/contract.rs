@@ -114,7 +114,10 @@ where
     ] {
         let id = task.id.as_str();
         assert_eq!(ok(b.get(id, &other).await, "get"), None, "{other:?} reads");
-        assert!(!ok(b.request_cancel(id, &other).await, "cancel"), "{other:?} cancels");
+        assert!(
+            !ok(b.request_cancel(id, &other).await, "cancel"),
+            "{other:?} cancels"
+        );
         let answers = object(json!({"q": "forged"}));
         assert!(
             !ok(b.add_input_responses(id, &other, answers).await, "answer"),
@@ -145,8 +148,13 @@ where
     let id = task.id.as_str();
     let requests = object(json!({"q": {"method": "elicitation/create"}}));
     assert!(ok(
-        a.set_status(id, TaskStatus::InputRequired, Some("asking".into()), Some(requests.clone()))
-            .await,
+        a.set_status(
+            id,
+            TaskStatus::InputRequired,
+            Some("asking".into()),
+            Some(requests.clone())
+        )
+        .await,
         "set input_required"
     ));
     let r = found(b.get(id, &alice).await, "get");
@@ -160,7 +168,10 @@ where
     ));
     let r = found(b.get(id, &alice).await, "get");
     assert_eq!(r.status, TaskStatus::Working);
-    assert_eq!(r.input_requests, None, "leaving input_required clears the requests");
+    assert_eq!(
+        r.input_requests, None,
+        "leaving input_required clears the requests"
+    );
     assert_eq!(r.version, 3);
     for status in [TaskStatus::Completed, TaskStatus::Failed] {
         assert!(
@@ -169,20 +180,28 @@ where
         );
     }
     assert!(ok(
-        a.set_status(id, TaskStatus::Cancelled, Some("stopped".into()), None).await,
+        a.set_status(id, TaskStatus::Cancelled, Some("stopped".into()), None)
+            .await,
         "cancelled"
     ));
     let r = found(b.get(id, &alice).await, "get");
     assert_eq!(r.status, TaskStatus::Cancelled);
     assert_eq!(r.version, 4);
-    for status in [TaskStatus::Working, TaskStatus::InputRequired, TaskStatus::Cancelled] {
+    for status in [
+        TaskStatus::Working,
+        TaskStatus::InputRequired,
+        TaskStatus::Cancelled,
+    ] {
         assert!(
             !ok(a.set_status(id, status, None, None).await, "leave terminal"),
             "cancelled -> {status:?} must be refused"
         );
     }
     assert!(
-        !ok(a.finish(id, Outcome::Result(json!({})), None).await, "finish"),
+        !ok(
+            a.finish(id, Outcome::Result(json!({})), None).await,
+            "finish"
+        ),
         "finish after cancelled must be refused"
     );
     assert!(
@@ -190,9 +209,16 @@ where
         "cancel of a terminal task is acknowledged"
     );
     let r = found(b.get(id, &alice).await, "get");
-    assert_eq!((r.status, r.version, r.outcome), (TaskStatus::Cancelled, 4, None));
+    assert_eq!(
+        (r.status, r.version, r.outcome),
+        (TaskStatus::Cancelled, 4, None)
+    );
     assert!(
-        !ok(a.set_status("no-such-task", TaskStatus::Working, None, None).await, "unknown"),
+        !ok(
+            a.set_status("no-such-task", TaskStatus::Working, None, None)
+                .await,
+            "unknown"
+        ),
         "set_status on an unknown id"
     );
 }
@@ -210,13 +236,21 @@ where
     let result = json!({"content": [{"type": "text", "text": "42"}], "isError": false});
     ask(&a, &done.id, &["q"]).await;
     assert!(ok(
-        a.finish(&done.id, Outcome::Result(result.clone()), Some("done".into()))
-            .await,
+        a.finish(
+            &done.id,
+            Outcome::Result(result.clone()),
+            Some("done".into())
+        )
+        .await,
         "finish"
     ));
     let second = json!({"code": -32603, "message": "late"});
     assert!(
-        !ok(b.finish(&done.id, Outcome::Error(second.clone()), None).await, "finish again"),
+        !ok(
+            b.finish(&done.id, Outcome::Error(second.clone()), None)
+                .await,
+            "finish again"
+        ),
         "a second finish must be refused"
     );
     let r = found(b.get(&done.id, &alice).await, "get");
@@ -228,7 +262,8 @@ where
 
     let failed = created(&a, &alice, &instance("once")).await;
     assert!(ok(
-        a.finish(&failed.id, Outcome::Error(second.clone()), None).await,
+        a.finish(&failed.id, Outcome::Error(second.clone()), None)
+            .await,
         "finish error"
     ));
     let r = found(b.get(&failed.id, &alice).await, "get");
@@ -256,14 +291,20 @@ where
     assert!(ok(b.request_cancel(&task.id, &alice).await, "cancel"));
     let (record, seen) = arrival(waiter).await;
     let latency = seen.saturating_duration_since(sent);
-    assert!(record.cancel_requested, "the worker sees the cancel request");
+    assert!(
+        record.cancel_requested,
+        "the worker sees the cancel request"
+    );
     assert_eq!(record.status, TaskStatus::Working, "a live worker decides");
     assert_eq!(record.version, task.version + 1);
     assert!(
         ok(b.request_cancel(&task.id, &alice).await, "cancel again"),
         "a repeated cancel is acknowledged"
     );
-    assert_eq!(found(a.get(&task.id, &alice).await, "get").version, task.version + 1);
+    assert_eq!(
+        found(a.get(&task.id, &alice).await, "get").version,
+        task.version + 1
+    );
     latency
 }
 
@@ -284,27 +325,44 @@ where
     tokio::time::sleep(Duration::from_millis(50)).await;
     let sent = Instant::now();
     let partial = object(json!({"name": {"action": "accept"}, "unasked": 1}));
-    assert!(ok(b.add_input_responses(id, &alice, partial).await, "answer"));
+    assert!(ok(
+        b.add_input_responses(id, &alice, partial).await,
+        "answer"
+    ));
     let (record, seen) = arrival(waiter).await;
     let latency = seen.saturating_duration_since(sent);
     assert_eq!(record.version, version + 1, "an answer is a change");
     let taken = ok(a.take_input_responses(id).await, "take");
-    assert_eq!(taken, object(json!({"name": {"action": "accept"}})), "only asked keys");
+    assert_eq!(
+        taken,
+        object(json!({"name": {"action": "accept"}})),
+        "only asked keys"
+    );
     assert!(ok(a.take_input_responses(id).await, "take again").is_empty());
     let again = object(json!({"confirm": false}));
     assert!(ok(b.add_input_responses(id, &alice, again).await, "answer"));
     let again = object(json!({"confirm": true}));
     assert!(ok(b.add_input_responses(id, &alice, again).await, "repeat"));
     let taken = ok(a.take_input_responses(id).await, "take");
-    assert_eq!(taken, object(json!({"confirm": true})), "a repeated key overwrites");
-    assert!(ok(a.set_status(id, TaskStatus::Working, None, None).await, "working"));
+    assert_eq!(
+        taken,
+        object(json!({"confirm": true})),
+        "a repeated key overwrites"
+    );
+    assert!(ok(
+        a.set_status(id, TaskStatus::Working, None, None).await,
+        "working"
+    ));
     let before = found(a.get(id, &alice).await, "get").version;
     let late = object(json!({"name": "late"}));
     assert!(
         ok(b.add_input_responses(id, &alice, late).await, "late answer"),
         "an answer to a task that no longer asks is acknowledged"
     );
-    assert!(ok(a.take_input_responses(id).await, "take").is_empty(), "and dropped");
+    assert!(
+        ok(a.take_input_responses(id).await, "take").is_empty(),
+        "and dropped"
+    );
     assert_eq!(found(a.get(id, &alice).await, "get").version, before);
     latency
 }
@@ -320,19 +378,27 @@ where
     let task = created(&a, &owner("alice"), &instance("wait")).await;
     let start = Instant::now();
     let r = found(
-        a.wait_change(&task.id, task.version, Duration::from_millis(300)).await,
+        a.wait_change(&task.id, task.version, Duration::from_millis(300))
+            .await,
         "wait",
     );
     let waited = start.elapsed();
     assert_eq!(r.version, task.version);
-    assert!(waited >= Duration::from_millis(250), "returned early: {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(250),
+        "returned early: {waited:?}"
+    );
     assert!(waited < PATIENCE, "overslept: {waited:?}");
     let start = Instant::now();
     let r = found(a.wait_change(&task.id, 0, PATIENCE).await, "wait");
     assert_eq!(r.version, task.version);
-    assert!(start.elapsed() < Duration::from_secs(2), "an older version returns at once");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "an older version returns at once"
+    );
     let gone = ok(
-        a.wait_change("no-such-task", 0, Duration::from_millis(50)).await,
+        a.wait_change("no-such-task", 0, Duration::from_millis(50))
+            .await,
         "wait unknown",
     );
     assert_eq!(gone, None);
@@ -352,20 +418,32 @@ where
     let mut task = new_task(&alice, &instance("ttl"));
     task.ttl_ms = Some(3_600_000);
     let long = ok(a.create(task).await, "create");
-    assert!(ok(b.get(&short.id, &alice).await, "get").is_some(), "not yet expired");
+    assert!(
+        ok(b.get(&short.id, &alice).await, "get").is_some(),
+        "not yet expired"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(ok(b.get(&short.id, &alice).await, "get"), None, "expired");
     assert!(
         !ok(b.request_cancel(&short.id, &alice).await, "cancel"),
         "an expired task is unknown"
     );
-    assert!(ok(b.sweep().await, "sweep") >= 1, "sweep deletes the expired task");
+    assert!(
+        ok(b.sweep().await, "sweep") >= 1,
+        "sweep deletes the expired task"
+    );
     assert_eq!(
-        ok(a.wait_change(&short.id, 0, Duration::from_millis(50)).await, "wait"),
+        ok(
+            a.wait_change(&short.id, 0, Duration::from_millis(50)).await,
+            "wait"
+        ),
         None,
         "deleted"
     );
-    assert!(ok(b.get(&long.id, &alice).await, "get").is_some(), "the other is kept");
+    assert!(
+        ok(b.get(&long.id, &alice).await, "get").is_some(),
+        "the other is kept"
+    );
 }
 
 /// A running task whose lease ran out becomes `Failed` with [`lease_lost_error`] on
@@ -389,18 +467,38 @@ where
     let orphan = ok(a.create(short(())).await, "create");
     let done = ok(a.create(short(())).await, "create");
     ask(&a, &dying.id, &["q"]).await;
-    assert!(ok(a.finish(&done.id, Outcome::Result(json!({})), None).await, "finish"));
+    assert!(ok(
+        a.finish(&done.id, Outcome::Result(json!({})), None).await,
+        "finish"
+    ));
     assert!(ok(a.renew_lease(&renewed.id, &worker, LIVE).await, "renew"));
     assert!(
-        !ok(b.renew_lease(&renewed.id, "someone-else", LIVE).await, "renew other"),
+        !ok(
+            b.renew_lease(&renewed.id, "someone-else", LIVE).await,
+            "renew other"
+        ),
         "only the lease holder renews"
     );
-    assert!(!ok(a.renew_lease(&done.id, &worker, LIVE).await, "renew done"), "terminal");
+    assert!(
+        !ok(a.renew_lease(&done.id, &worker, LIVE).await, "renew done"),
+        "terminal"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let waiter = watch(&a, &dying.id, found(a.get(&dying.id, &alice).await, "get").version);
-    assert!(ok(b.request_cancel(&orphan.id, &alice).await, "cancel orphan"));
+    let waiter = watch(
+        &a,
+        &dying.id,
+        found(a.get(&dying.id, &alice).await, "get").version,
+    );
+    assert!(ok(
+        b.request_cancel(&orphan.id, &alice).await,
+        "cancel orphan"
+    ));
     let r = found(b.get(&orphan.id, &alice).await, "get");
-    assert_eq!(r.status, TaskStatus::Cancelled, "no live worker: cancelled at once");
+    assert_eq!(
+        r.status,
+        TaskStatus::Cancelled,
+        "no live worker: cancelled at once"
+    );
     assert!(ok(b.sweep().await, "sweep") >= 1);
     let r = found(b.get(&dying.id, &alice).await, "get");
     assert_eq!(r.status, TaskStatus::Failed);
@@ -410,9 +508,17 @@ where
     let (seen, _) = arrival(waiter).await;
     assert_eq!(seen.status, TaskStatus::Failed, "watchers see the failure");
     let r = found(b.get(&renewed.id, &alice).await, "get");
-    assert_eq!(r.status, TaskStatus::Working, "a renewed lease keeps the task");
+    assert_eq!(
+        r.status,
+        TaskStatus::Working,
+        "a renewed lease keeps the task"
+    );
     let r = found(b.get(&done.id, &alice).await, "get");
-    assert_eq!(r.status, TaskStatus::Completed, "a finished task is left alone");
+    assert_eq!(
+        r.status,
+        TaskStatus::Completed,
+        "a finished task is left alone"
+    );
 }
 
 /// `recover(instance)` on a new handle fails the running tasks of a previous run of the
@@ -430,11 +536,18 @@ where
     let asking = created(&a, &alice, &me).await;
     ask(&a, &asking.id, &["q"]).await;
     let done = created(&a, &alice, &me).await;
-    assert!(ok(a.finish(&done.id, Outcome::Result(json!({})), None).await, "finish"));
+    assert!(ok(
+        a.finish(&done.id, Outcome::Result(json!({})), None).await,
+        "finish"
+    ));
     let elsewhere = created(&a, &alice, &other).await;
     drop(a);
     let restarted = make().await;
-    assert_eq!(ok(restarted.recover(&me).await, "recover"), 2, "the two running tasks");
+    assert_eq!(
+        ok(restarted.recover(&me).await, "recover"),
+        2,
+        "the two running tasks"
+    );
     for id in [&working.id, &asking.id] {
         let r = found(restarted.get(id, &alice).await, "get");
         assert_eq!(r.status, TaskStatus::Failed);
@@ -444,7 +557,11 @@ where
     let r = found(restarted.get(&done.id, &alice).await, "get");
     assert_eq!(r.status, TaskStatus::Completed);
     let r = found(restarted.get(&elsewhere.id, &alice).await, "get");
-    assert_eq!(r.status, TaskStatus::Working, "another instance's task is left alone");
+    assert_eq!(
+        r.status,
+        TaskStatus::Working,
+        "another instance's task is left alone"
+    );
     assert_eq!(ok(restarted.recover(&me).await, "recover again"), 0);
 }
 
