@@ -23,7 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from client import Failure, Session, addr_of, alive, need  # noqa: E402 (the scale client's HTTP layer)
+import client  # noqa: E402 (the scale client: its HTTP layer and access-log reader)
+from client import Failure, Session, addr_of, alive, need  # noqa: E402
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 LEASE_LOST = "the instance running this task stopped"
@@ -58,25 +59,12 @@ class Run:
         self.next_id = 0
         self.passed = self.failed = 0
 
-    def served_by(self, tag, wait=3.0):
+    def served_by(self, tag):
         """The instance label nginx sent request `tag` to (the last upstream tried)."""
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                with open(self.access_log, encoding="utf-8") as f:
-                    for line in f:
-                        try:
-                            e = json.loads(line)
-                        except ValueError:
-                            continue
-                        if e.get("req") == tag:
-                            ups = [u.strip() for u in e["upstream"].replace(" : ", ", ").split(",") if u.strip()]
-                            return self.labels.get(ups[-1], ups[-1]) if ups else "-"
-            except FileNotFoundError:
-                pass
-            if time.monotonic() > deadline:
-                raise Failure(f"request {tag} is missing from nginx's access log")
-            time.sleep(0.05)
+        entry = client.Run.log_entries(self, {tag}).get(tag)
+        need(entry is not None, f"request {tag} is missing from nginx's access log")
+        ups = [u.strip() for u in entry["upstream"].replace(" : ", ", ").split(",") if u.strip()]
+        return self.labels.get(ups[-1], ups[-1]) if ups else "-"
 
     def report(self, name, ok, text):
         if ok:
