@@ -470,7 +470,9 @@ pub(crate) fn runtime(
     state_key: Option<Vec<u8>>,
     page_size: usize,
     metrics: Option<snodo::metrics::Metrics>,
+    tasks: Option<snodo::tasks::TaskOptions>,
 ) -> Result<Runtime, BuildError> {
+    let offers_tasks = protocols.iter().any(|d| d.offers_tasks());
     let stateless_only = protocols
         .iter()
         .all(|d| d.serves(snodo::protocol::Method::SubscriptionsListen));
@@ -484,6 +486,9 @@ pub(crate) fn runtime(
     }
     if let Some(metrics) = metrics {
         builder = builder.metrics(metrics);
+    }
+    if let Some(tasks) = tasks {
+        builder = builder.tasks(tasks);
     }
     match profile {
         Profile::Echo => builder.tool(echo()).build(),
@@ -499,6 +504,11 @@ pub(crate) fn runtime(
             }
             for t in tools().into_iter().chain(interactive_tools()) {
                 b = b.tool(t);
+            }
+            if offers_tasks {
+                for t in crate::tasks::fixture_tools() {
+                    b = b.tool(t);
+                }
             }
             for p in prompts() {
                 b = b.prompt(p);

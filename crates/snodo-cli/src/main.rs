@@ -11,6 +11,7 @@ mod client_conformance;
 mod demo;
 mod fixture;
 mod oauth;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -87,6 +88,9 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
         #[arg(long, conflicts_with = "oauth_issuer")]
         stdio: bool,
+        /// Where tasks live: memory, sqlite:PATH or postgres:URL.
+        #[arg(long, default_value = "memory")]
+        task_store: String,
         #[command(flatten)]
         oauth: oauth::OAuthArgs,
     },
@@ -123,6 +127,9 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// Where tasks live: memory, sqlite:PATH or postgres:URL.
+        #[arg(long, default_value = "memory")]
+        task_store: String,
     },
 }
 
@@ -189,6 +196,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             legacy,
             stdio,
+            task_store,
             oauth,
         } => {
             let root = match root {
@@ -202,7 +210,8 @@ async fn run(cli: Cli) -> Result<(), String> {
                 dialects(&protocols)?
             };
             protection = oauth::setup(&oauth, addr).await?;
-            let mut builder = demo::builder(&root, protocols, key)?;
+            let mut builder =
+                demo::builder(&root, protocols, key)?.tasks(tasks::options(&task_store)?);
             if let Some(metrics) = metrics {
                 builder = builder.metrics(metrics);
             }
@@ -228,9 +237,18 @@ async fn run(cli: Cli) -> Result<(), String> {
             profile,
             page_size,
             stdio,
+            task_store,
         } => {
-            let runtime = fixture::runtime(dialects(&protocols)?, profile, key, page_size, metrics)
-                .map_err(|e| e.to_string())?;
+            let tasks = Some(tasks::options(&task_store)?);
+            let runtime = fixture::runtime(
+                dialects(&protocols)?,
+                profile,
+                key,
+                page_size,
+                metrics,
+                tasks,
+            )
+            .map_err(|e| e.to_string())?;
             (
                 runtime,
                 addr,

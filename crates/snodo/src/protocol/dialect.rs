@@ -100,6 +100,11 @@ pub struct Dialect {
     version_header: bool,
     /// JSON-RPC batches (arrays of messages) are part of the revision.
     batches: bool,
+    /// The tasks extension (`io.modelcontextprotocol/tasks`) can be negotiated: it is
+    /// declared per request in `clientCapabilities.extensions` and advertised in
+    /// `server/discover`. Initialize-era revisions never offer it (their core tasks are
+    /// not implemented).
+    tasks: bool,
 }
 
 /// The 2026-07-28 revision: stateless, the default.
@@ -117,6 +122,7 @@ pub static V2026_07_28: Dialect = Dialect {
     log_levels: LogLevels::PerRequest,
     version_header: true,
     batches: false,
+    tasks: true,
 };
 
 /// The 2025-11-25 revision (initialize era), opt-in.
@@ -134,6 +140,7 @@ pub static V2025_11_25: Dialect = Dialect {
     log_levels: LogLevels::Runtime,
     version_header: true,
     batches: false,
+    tasks: false,
 };
 
 /// The 2025-06-18 revision (initialize era), opt-in.
@@ -153,6 +160,7 @@ pub static V2025_06_18: Dialect = Dialect {
     log_levels: LogLevels::Runtime,
     version_header: true,
     batches: false,
+    tasks: false,
 };
 
 /// The 2025-03-26 revision (initialize era), opt-in: no `MCP-Protocol-Version` header
@@ -172,6 +180,7 @@ pub static V2025_03_26: Dialect = Dialect {
     log_levels: LogLevels::Runtime,
     version_header: false,
     batches: true,
+    tasks: false,
 };
 
 /// Every dialect this crate implements, newest first.
@@ -251,6 +260,12 @@ impl Dialect {
         self.batches
     }
 
+    /// Whether the tasks extension can be negotiated on this revision.
+    #[must_use]
+    pub fn offers_tasks(&self) -> bool {
+        self.tasks
+    }
+
     /// Whether this dialect serves `method` at all. Methods it does not serve answer
     /// `-32601`.
     #[must_use]
@@ -267,6 +282,7 @@ impl Dialect {
             | M::CompletionComplete
             | M::Cancelled => true,
             M::Discover | M::SubscriptionsListen => self.era == Era::Stateless,
+            M::TasksGet | M::TasksUpdate | M::TasksCancel => self.tasks,
             M::Initialize | M::Ping | M::LoggingSetLevel | M::Initialized => {
                 self.era == Era::Initialize
             }

@@ -34,6 +34,12 @@ pub enum Method {
     LoggingSetLevel,
     /// `subscriptions/listen` (2026-07-28).
     SubscriptionsListen,
+    /// `tasks/get` (2026-07-28, tasks extension).
+    TasksGet,
+    /// `tasks/update` (2026-07-28, tasks extension).
+    TasksUpdate,
+    /// `tasks/cancel` (2026-07-28, tasks extension).
+    TasksCancel,
     /// `notifications/initialized` (initialize era).
     Initialized,
     /// `notifications/cancelled`.
@@ -62,6 +68,9 @@ impl Method {
             "completion/complete" => Self::CompletionComplete,
             "logging/setLevel" => Self::LoggingSetLevel,
             "subscriptions/listen" => Self::SubscriptionsListen,
+            "tasks/get" => Self::TasksGet,
+            "tasks/update" => Self::TasksUpdate,
+            "tasks/cancel" => Self::TasksCancel,
             "notifications/initialized" => Self::Initialized,
             "notifications/cancelled" => Self::Cancelled,
             _ => Self::Unknown,
@@ -88,6 +97,9 @@ impl Method {
             Self::CompletionComplete => "completion/complete",
             Self::LoggingSetLevel => "logging/setLevel",
             Self::SubscriptionsListen => "subscriptions/listen",
+            Self::TasksGet => "tasks/get",
+            Self::TasksUpdate => "tasks/update",
+            Self::TasksCancel => "tasks/cancel",
             Self::Initialized => "notifications/initialized",
             Self::Cancelled => "notifications/cancelled",
             Self::Unknown => "unknown",
@@ -95,12 +107,14 @@ impl Method {
     }
 
     /// The header `Mcp-Name` mirrors for this method, if any: `params.name` for
-    /// `tools/call` and `prompts/get`, `params.uri` for `resources/read`.
+    /// `tools/call` and `prompts/get`, `params.uri` for `resources/read`,
+    /// `params.taskId` for `tasks/get`, `tasks/update` and `tasks/cancel`.
     #[must_use]
     pub fn name_field(self) -> Option<&'static str> {
         match self {
             Self::ToolsCall | Self::PromptsGet => Some("name"),
             Self::ResourcesRead => Some("uri"),
+            Self::TasksGet | Self::TasksUpdate | Self::TasksCancel => Some("taskId"),
             _ => None,
         }
     }
@@ -135,5 +149,8 @@ mod tests {
         assert_eq!(Method::ToolsCall.name_field(), Some("name"));
         assert!(Method::ResourcesRead.is_cacheable());
         assert!(!Method::ToolsCall.is_cacheable());
+        assert_eq!(Method::parse("tasks/get").name_field(), Some("taskId"));
+        assert_eq!(Method::parse("tasks/list"), Method::Unknown);
+        assert_eq!(Method::parse("tasks/result"), Method::Unknown);
     }
 }

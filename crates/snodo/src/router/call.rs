@@ -4,12 +4,13 @@ use serde_json::{Map, Value};
 
 use super::{Call, ResultObject, Stop, req_str};
 use crate::model::ToolResult;
-use crate::protocol::{RpcError, StructuredOutput};
+use crate::protocol::{Dialect, RpcError, StructuredOutput};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Enforcer, Limited};
+use crate::tasks::TaskSupport;
 
 impl Runtime {
     pub(super) async fn call_tool(
@@ -27,6 +28,17 @@ impl Runtime {
         let catalogue = &call.catalogue;
         let tool = catalogue.tool(&name).ok_or_else(unknown)?;
         self.check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
+        let as_task = match tool.task {
+            None => false,
+            Some(support) => {
+                let declared = call.dialect.offers_tasks()
+                    && crate::tasks::wire::declared(ctx.client_capabilities());
+                if support == TaskSupport::Required && !declared {
+                    return Err(crate::tasks::wire::missing_extension().into());
+                }
+                declared
+            }
+        };
         if !call.dialect.offers_tool(tool.object_schemas) {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",
@@ -52,13 +64,16 @@ impl Runtime {
         if !problems.is_empty() {
             // A readable execution error lets the model correct its call.
             let message = format!("Invalid arguments for tool {name}: {}", problems.join("; "));
-            return Ok(shape(call, ToolResult::error(message))?);
+            return Ok(shape(call.dialect, ToolResult::error(message))?);
         }
         let admitted = match tool.enforcer.as_deref().map(|e| e.admit(ctx.principal())) {
-            Some(Err(limited)) => return Ok(shape(call, limited.tool_result(&name))?),
+            Some(Err(limited)) => return Ok(shape(call.dialect, limited.tool_result(&name))?),
             Some(Ok(admitted)) => Some(admitted),
             None => None,
         };
+        if as_task {
+            return self.start_task(call, tool, arguments, ctx, admitted).await;
+        }
         let run = (tool.handler)(arguments, ctx);
         let deadline = tool.enforcer.as_deref().and_then(Enforcer::timeout);
         let outcome = match deadline {
@@ -67,7 +82,7 @@ impl Runtime {
                 Ok(outcome) => outcome,
                 Err(_) => {
                     let limited = Limited::Timeout { after };
-                    return Ok(shape(call, limited.tool_result(&name))?);
+                    return Ok(shape(call.dialect, limited.tool_result(&name))?);
                 }
             },
         };
@@ -81,14 +96,13 @@ impl Runtime {
                 }));
             }
         };
-        Ok(shape(call, result)?)
+        Ok(shape(call.dialect, result)?)
     }
 }
 
 /// Serialises a tool result for the dialect: straight to text when nothing needs
 /// reshaping, through a JSON tree when the dialect reshapes results.
-fn shape(call: &Call, result: ToolResult) -> Result<ResultObject, RpcError> {
-    let dialect = call.dialect;
+pub(super) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObject, RpcError> {
     if dialect.structured_output() == StructuredOutput::ObjectOnly
         && result.structured_content().is_some_and(|v| !v.is_object())
     {

@@ -107,7 +107,16 @@ impl Runtime {
             "protocolVersion".into(),
             Value::String(call.dialect.version().into()),
         );
-        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        let mut capabilities = self.inner.capabilities.to_json();
+        if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
+            if let Value::Object(caps) = &mut capabilities {
+                caps.insert(
+                    "extensions".into(),
+                    serde_json::json!({ crate::tasks::TASKS_EXTENSION: {} }),
+                );
+            }
+        }
+        out.insert("capabilities".into(), capabilities);
         out.insert("serverInfo".into(), view.server_info.clone());
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
@@ -115,7 +124,9 @@ impl Runtime {
         Ok(out)
     }
 
-    pub(super) fn discover(&self) -> Map<String, Value> {
+    /// `server/discover`: versions, capabilities (with the tasks extension when the
+    /// dialect offers it and a tool runs as a task), instructions.
+    pub(super) fn discover(&self, call: &Call) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert(
             "supportedVersions".into(),
@@ -127,7 +138,16 @@ impl Runtime {
                     .collect(),
             ),
         );
-        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        let mut capabilities = self.inner.capabilities.to_json();
+        if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
+            if let Value::Object(caps) = &mut capabilities {
+                caps.insert(
+                    "extensions".into(),
+                    serde_json::json!({ crate::tasks::TASKS_EXTENSION: {} }),
+                );
+            }
+        }
+        out.insert("capabilities".into(), capabilities);
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
         }

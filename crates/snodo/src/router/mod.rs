@@ -9,6 +9,7 @@ mod lists;
 mod ops;
 mod result;
 mod rounds;
+mod tasks;
 
 pub(crate) use result::{Envelopes, Member, ResultObject};
 
@@ -151,11 +152,14 @@ impl Runtime {
             return self.interactive(call, init).await;
         }
         let ctx = RequestContext::new(init);
+        if matches!(call.method, M::TasksGet | M::TasksUpdate | M::TasksCancel) {
+            return self.task_op(&call, &ctx).await;
+        }
         match call.method {
             M::Initialize => self.initialize(&call).map(Into::into),
             M::Ping => Ok(ResultObject::default()),
             M::LoggingSetLevel => ops::set_level(&call.params).map(Into::into),
-            M::Discover => Ok(self.discover().into()),
+            M::Discover => Ok(self.discover(&call).into()),
             M::ToolsList => self.list_tools(&call, &ctx),
             M::PromptsList => self.list_prompts(&call, &ctx),
             M::ResourcesList => self.list_resources(&call, ctx).await,
@@ -169,6 +173,9 @@ impl Runtime {
             | M::ResourcesUnsubscribe
             | M::Initialized
             | M::Cancelled
+            | M::TasksGet
+            | M::TasksUpdate
+            | M::TasksCancel
             | M::Unknown => Err(RpcError::method_not_found(&call.method_name)),
         }
     }

@@ -149,7 +149,6 @@ impl ResultObject {
     }
 
     /// The object as JSON text.
-    #[cfg(test)]
     pub(crate) fn to_json(&self) -> String {
         let mut out = Vec::new();
         self.write(&mut out);

@@ -101,6 +101,7 @@ pub struct RuntimeBuilder {
     state_ttl: Duration,
     server_requests: Option<Duration>,
     authorizer: Option<(Arc<dyn Authorizer>, Refusal)>,
+    tasks: Option<crate::tasks::TaskOptions>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
 }
@@ -132,6 +133,7 @@ impl RuntimeBuilder {
             state_ttl: Duration::from_secs(600),
             server_requests: None,
             authorizer: None,
+            tasks: None,
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -291,6 +293,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Configures the tasks extension (2026-07-28): where tasks live and for how long.
+    /// Without this call, tools marked [`Tool::task`] run as tasks in an in-memory
+    /// store ([`TaskOptions::default`](crate::tasks::TaskOptions)).
+    pub fn tasks(mut self, options: crate::tasks::TaskOptions) -> Self {
+        self.tasks = Some(options);
+        self
+    }
+
     /// Counts every request, on every transport, into `metrics` (feature `metrics`).
     #[cfg(feature = "metrics")]
     pub fn metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
@@ -363,6 +373,7 @@ impl RuntimeBuilder {
                 pending: Arc::new(PendingRequests::default()),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
+                tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default()),
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics,
             }),

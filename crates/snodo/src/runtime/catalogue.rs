@@ -30,6 +30,10 @@ pub(crate) struct CompiledTool {
     pub(crate) param_headers: Vec<ParamHeader>,
     /// The tool's own limits, if it has any.
     pub(crate) enforcer: Option<Arc<super::policy::Enforcer>>,
+    /// Whether calls run as tasks.
+    pub(crate) task: Option<crate::tasks::TaskSupport>,
+    /// Questions answered before the task is created.
+    pub(crate) task_inputs: Vec<(String, super::input::InputRequest)>,
 }
 
 pub(crate) struct Catalogue {
@@ -168,6 +172,8 @@ impl Catalogue {
                 object_schemas,
                 param_headers,
                 enforcer: tool.enforcer,
+                task: tool.task,
+                task_inputs: tool.task_inputs,
             });
         }
 
@@ -303,6 +309,11 @@ impl Catalogue {
             self.info.clone(),
             [tools, prompts, resources, templates],
         )
+    }
+
+    /// Whether a tool runs as a task (the tasks extension is advertised).
+    pub(crate) fn has_task_tools(&self) -> bool {
+        self.tools.iter().any(|t| t.task.is_some())
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {

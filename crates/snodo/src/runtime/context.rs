@@ -136,7 +136,14 @@ struct Inner {
     answers: Mutex<Map<String, Value>>,
     /// 2026-07-28: the application state of an earlier round.
     app_state: Option<Value>,
+    /// The task this context runs as the worker of (tasks extension).
+    task: Option<crate::tasks::TaskLink>,
+    /// When the task's status message was last set (progress is throttled).
+    last_status: Mutex<Option<std::time::Instant>>,
 }
+
+/// Least time between two status messages a task's progress sets.
+const STATUS_EVERY: Duration = Duration::from_millis(200);
 
 impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,8 +190,57 @@ impl RequestContext {
                 last_progress: Mutex::new(None),
                 answers: Mutex::new(answers),
                 app_state,
+                task: None,
+                last_status: Mutex::new(None),
             }),
         }
+    }
+
+    /// The context of the worker of task `link`, made from the context of the request
+    /// that created it: same dialect, id, `_meta`, principal, answers and state; its
+    /// own cancellation; no response stream (progress becomes the task's status
+    /// message, questions park the task in `input_required`).
+    pub(crate) fn for_task(&self, link: crate::tasks::TaskLink, cancel: CancellationToken) -> Self {
+        let init = &self.inner.init;
+        Self {
+            inner: Arc::new(Inner {
+                init: ContextInit {
+                    dialect: init.dialect,
+                    id: init.id.clone(),
+                    meta: init.meta.clone(),
+                    principal: init.principal.clone(),
+                    cancel,
+                    sink: None,
+                    log_threshold: None,
+                    server_requests: None,
+                    runtime: init.runtime.clone(),
+                    trace: init.trace.clone(),
+                },
+                last_progress: Mutex::new(None),
+                answers: Mutex::new(self.answers()),
+                app_state: self.inner.app_state.clone(),
+                task: Some(link),
+                last_status: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Adds answers (a task's handler that asked by returning `InputRequired`).
+    pub(crate) fn add_answers(&self, more: Map<String, Value>) {
+        if let Ok(mut answers) = self.inner.answers.lock() {
+            answers.extend(more);
+        }
+    }
+
+    /// The task this context works for.
+    pub(crate) fn task_link(&self) -> Option<&crate::tasks::TaskLink> {
+        self.inner.task.as_ref()
+    }
+
+    /// The id of the task this handler runs as (tasks extension), if it does.
+    #[must_use]
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.task.as_ref().map(|t| &*t.id)
     }
 
     /// Answers collected so far (2026-07-28), to carry into the next round's state.
@@ -282,7 +338,31 @@ impl RequestContext {
 
     /// Reports progress. A no-op unless the request carried a `progressToken`; values
     /// that do not strictly increase are dropped, as the protocol requires.
+    ///
+    /// In a task (which sends no progress notifications) the progress becomes the
+    /// task's `statusMessage` (at most five updates a second): `message`, else
+    /// `"progress/total"`.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(task) = &self.inner.task {
+            let due = self.inner.last_status.lock().is_ok_and(|mut last| {
+                let due = last.is_none_or(|l| l.elapsed() >= STATUS_EVERY);
+                if due {
+                    *last = Some(std::time::Instant::now());
+                }
+                due
+            });
+            if due {
+                let text = message.map_or_else(
+                    || match total {
+                        Some(t) => format!("{progress}/{t}"),
+                        None => format!("{progress}"),
+                    },
+                    str::to_owned,
+                );
+                task.working(text).await;
+            }
+            return;
+        }
         let (Some(sink), Some(token)) =
             (&self.inner.init.sink, &self.inner.init.meta.progress_token)
         else {
@@ -368,6 +448,7 @@ impl RequestContext {
         let caps = self.client_capabilities();
         let mut out = Map::new();
         let mut missing = InputRequired::new();
+        let mut asked = Vec::new();
         let answers = self.answers();
         for (key, request) in requests {
             if !request.allowed_by(caps) {
@@ -378,14 +459,27 @@ impl RequestContext {
                 Some(answer) if request.accepts(answer) => {
                     out.insert(key, answer.clone());
                 }
-                _ => missing = missing.ask(key, request),
+                _ => {
+                    missing = missing.ask(key.clone(), request.clone());
+                    asked.push((key, request));
+                }
             }
         }
         if missing.requests.is_empty() {
-            Ok(out)
-        } else {
-            Err(missing.into())
+            return Ok(out);
         }
+        let Some(task) = &self.inner.task else {
+            return Err(missing.into());
+        };
+        // In a task: park it in `input_required` until `tasks/update` answers.
+        let accepts =
+            |key: &str, answer: &Value| asked.iter().any(|(k, r)| k == key && r.accepts(answer));
+        let got = task
+            .collect(missing.requests, accepts, &self.inner.init.cancel)
+            .await?;
+        self.add_answers(got.clone());
+        out.extend(got);
+        Ok(out)
     }
 
     /// Initialize era: sends `request` to the client and waits for its answer.

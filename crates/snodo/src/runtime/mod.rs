@@ -170,6 +170,8 @@ pub(crate) struct Inner {
     pub(crate) pending: Arc<pending::PendingRequests>,
     /// How long a server-to-client request waits; `None`: not enabled.
     pub(crate) server_requests: Option<Duration>,
+    /// The tasks extension: store, lifetimes, leases.
+    pub(crate) tasks: Arc<crate::tasks::Tasks>,
     /// Who may see and use what (none: everyone, everything).
     pub(crate) authorizer: Option<(Arc<dyn authz::Authorizer>, authz::Refusal)>,
     /// Where every transport counts its requests (feature `metrics`).

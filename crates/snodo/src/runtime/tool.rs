@@ -13,9 +13,11 @@ use serde_json::{Map, Value};
 
 use super::context::RequestContext;
 use super::error::HandlerError;
+use super::input::InputRequest;
 use super::policy::{Enforcer, Policy, RateLimit};
 use crate::model::{Icon, ToolResult};
 use crate::protocol::RpcError;
+use crate::tasks::TaskSupport;
 
 /// A structured tool output: serialised as `structuredContent` and mirrored as text.
 #[derive(Clone, Debug)]
@@ -89,6 +91,10 @@ pub struct Tool {
     /// Its limits and their state (shared by every catalogue that holds the tool).
     pub(crate) enforcer: Option<Arc<Enforcer>>,
     policy: Policy,
+    /// Whether (and when) a call runs as a task (tasks extension).
+    pub(crate) task: Option<TaskSupport>,
+    /// Questions answered synchronously (multi round-trip) before the task is created.
+    pub(crate) task_inputs: Vec<(String, InputRequest)>,
 }
 
 impl fmt::Debug for Tool {
@@ -180,7 +186,32 @@ impl Tool {
             handler: None,
             enforcer: None,
             policy: Policy::default(),
+            task: None,
+            task_inputs: Vec::new(),
         }
+    }
+
+    /// Runs calls as tasks (the tasks extension, 2026-07-28): a request that declares
+    /// the extension gets a `CreateTaskResult` at once, and the handler runs as the
+    /// task's worker. [`TaskSupport::Optional`] calls from other clients run as usual;
+    /// [`TaskSupport::Required`] ones are refused with `-32021`.
+    ///
+    /// In the worker, [`RequestContext::ask`] parks the task in `input_required` until
+    /// `tasks/update` answers, progress becomes the task's status message, and the
+    /// context's cancellation fires on `tasks/cancel`.
+    #[must_use]
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task = Some(support);
+        self
+    }
+
+    /// A question asked before the task is created, with ordinary multi round-trip
+    /// rounds (`input_required` results), so that the client answers it synchronously;
+    /// the worker reads the answer with [`RequestContext::ask`] under the same `key`.
+    #[must_use]
+    pub fn task_input(mut self, key: impl Into<String>, request: InputRequest) -> Self {
+        self.task_inputs.push((key.into(), request));
+        self
     }
 
     fn with_policy(mut self, change: impl FnOnce(&mut Policy)) -> Self {
