@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import client  # noqa: E402 (the scale client: its HTTP layer and access-log reader)
 from client import Failure, Session, addr_of, alive, need  # noqa: E402
 
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+# The tasks extension, and elicitation (the fixture's task tools ask through it).
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 LEASE_LOST = "the instance running this task stopped"
 
 
@@ -113,6 +114,8 @@ def poll_until(s, task_id, statuses, limit, target=None):
         seen.append(by)
         if result.get("status") in statuses:
             return result, seen, time.monotonic() - start
+        need(result.get("status") not in {"completed", "failed", "cancelled"},
+             f"ended {result.get('status')!r} (wanted {'/'.join(statuses)}): {json.dumps(result)[:400]}")
         need(time.monotonic() - start < limit,
              f"still {result.get('status')!r} after {limit:.0f} s (wanted {'/'.join(statuses)})")
         time.sleep(0.1)

@@ -11,6 +11,7 @@ mod client_conformance;
 mod demo;
 mod fixture;
 mod oauth;
+mod task_store;
 mod tasks;
 
 use std::net::SocketAddr;
@@ -88,9 +89,8 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
         #[arg(long, conflicts_with = "oauth_issuer")]
         stdio: bool,
-        /// Where tasks live: memory, sqlite:PATH or postgres:URL.
-        #[arg(long, default_value = "memory")]
-        task_store: String,
+        #[command(flatten)]
+        tasks: task_store::TaskStoreArgs,
         #[command(flatten)]
         oauth: oauth::OAuthArgs,
     },
@@ -127,9 +127,8 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
-        /// Where tasks live: memory, sqlite:PATH or postgres:URL.
-        #[arg(long, default_value = "memory")]
-        task_store: String,
+        #[command(flatten)]
+        tasks: task_store::TaskStoreArgs,
     },
 }
 
@@ -196,7 +195,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             legacy,
             stdio,
-            task_store,
+            tasks,
             oauth,
         } => {
             let root = match root {
@@ -211,7 +210,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             };
             protection = oauth::setup(&oauth, addr).await?;
             let mut builder =
-                demo::builder(&root, protocols, key)?.tasks(tasks::options(&task_store)?);
+                demo::builder(&root, protocols, key)?.tasks(task_store::options(&tasks).await?);
             if let Some(metrics) = metrics {
                 builder = builder.metrics(metrics);
             }
@@ -237,9 +236,9 @@ async fn run(cli: Cli) -> Result<(), String> {
             profile,
             page_size,
             stdio,
-            task_store,
+            tasks,
         } => {
-            let tasks = Some(tasks::options(&task_store)?);
+            let tasks = Some(task_store::options(&tasks).await?);
             let runtime = fixture::runtime(
                 dialects(&protocols)?,
                 profile,
