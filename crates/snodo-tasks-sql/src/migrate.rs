@@ -54,7 +54,7 @@ impl MigrationSource<'static> for Embedded {
 pub(crate) async fn migrator(scripts: Scripts) -> Result<Migrator, StoreError> {
     let mut migrator = Migrator::new(Embedded(scripts))
         .await
-        .map_err(|e| StoreError::Unavailable(format!("task store migrations: {e}")))?;
+        .map_err(|e| StoreError::Unavailable(format!("migrations: {e}")))?;
     migrator.set_ignore_missing(true);
     Ok(migrator)
 }

@@ -67,19 +67,24 @@ impl SqlStore<Postgres> {
     /// migration.
     pub async fn connect(url: &str, options: PgOptions) -> Result<Self, StoreError> {
         let connect = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Unavailable(format!("task store URL: {e}")))?
+            .map_err(|e| StoreError::Unavailable(format!("bad URL: {e}")))?
             .application_name(&options.instance);
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.connect_timeout)
             .connect_with(connect)
             .await
-            .map_err(|e| StoreError::Unavailable(format!("task store: {e}")))?;
+            .map_err(|e| {
+                let within = options.connect_timeout;
+                StoreError::Unavailable(format!(
+                    "no connection to PostgreSQL within {within:?}: {e}"
+                ))
+            })?;
         migrate::migrator(migrate::POSTGRES)
             .await?
             .run(&pool)
             .await
-            .map_err(|e| StoreError::Unavailable(format!("task store migrations: {e}")))?;
+            .map_err(|e| StoreError::Unavailable(format!("migrations: {e}")))?;
         let changes = changes();
         let listener = if options.listen {
             let first = subscribe(&pool).await?;

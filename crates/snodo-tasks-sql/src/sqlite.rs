@@ -74,12 +74,12 @@ impl SqlStore<Sqlite> {
             .acquire_timeout(options.busy_timeout)
             .connect_with(connect)
             .await
-            .map_err(|e| StoreError::Unavailable(format!("task store {}: {e}", path.display())))?;
+            .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?;
         migrate::migrator(migrate::SQLITE)
             .await?
             .run(&pool)
             .await
-            .map_err(|e| StoreError::Unavailable(format!("task store migrations: {e}")))?;
+            .map_err(|e| StoreError::Unavailable(format!("migrations: {e}")))?;
         Ok(Self {
             backend: Sqlite(pool),
             changes: changes(),
