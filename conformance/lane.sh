@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Run one official MCP conformance lane against the snodo fixture server.
 #
-#   bash conformance/lane.sh LANE        LANE: 2026-07-28 | 2025-11-25 | 2025-06-18 | 2025-03-26
+#   bash conformance/lane.sh LANE        LANE: 2026-07-28 | 2025-11-25 | 2025-06-18 | 2025-03-26 | tasks
 #
 # Starts `snodo fixture` on a free loopback port, runs the pinned runner with
-# `--suite all --spec-version LANE`, stops the fixture, and judges every scenario
+# `--suite all --spec-version LANE` (lane `tasks`: every tasks-* extension scenario,
+# one `--scenario NAME --force` run each on the 2026-07-28 wire), stops the fixture, and judges every scenario
 # against expected-failures/LANE.yml. Prints PASS / FAIL / XFAIL per scenario and
 # ends with "N passed, M failed" (scenarios). Exit 0 iff M == 0; 2 on setup errors.
 #
@@ -22,6 +23,8 @@ LANE="${1:-}"
 
 case "$LANE" in
   2026-07-28) PROTOCOLS="2026-07-28" ;;
+  # The tasks extension (SEP-2663) exists on 2026-07-28 only.
+  tasks) PROTOCOLS="2026-07-28" ;;
   2025-11-25) PROTOCOLS="2026-07-28,2025-11-25,2025-06-18" ;;
   # The runner always offers 2025-11-25 in initialize; only a fixture without it
   # answers 2025-06-18, which is what this lane must judge.
@@ -29,7 +32,7 @@ case "$LANE" in
   # Likewise: only a fixture without the later initialize-era versions answers
   # 2025-03-26, whose clients send no MCP-Protocol-Version header.
   2025-03-26) PROTOCOLS="2026-07-28,2025-03-26" ;;
-  *) echo "usage: $0 2026-07-28|2025-11-25|2025-06-18|2025-03-26" >&2; exit 2 ;;
+  *) echo "usage: $0 2026-07-28|2025-11-25|2025-06-18|2025-03-26|tasks" >&2; exit 2 ;;
 esac
 
 # shellcheck source=lib/runner.sh
@@ -58,9 +61,14 @@ if [[ -n "$(ls -A "$OUTDIR" 2>/dev/null)" ]]; then
 fi
 mkdir -p "$OUTDIR/raw"
 
-# tasks-* (extension) scenarios are never selected by --spec-version; drop them anyway.
-"$NODE" "$CLI" list --server --spec-version "$LANE" </dev/null \
-  | sed -n 's/^  - \([^ ]*\).*/\1/p' | { grep -v '^tasks-' || true; } >"$OUTDIR/scenarios.txt"
+if [[ "$LANE" == tasks ]]; then
+  "$NODE" "$CLI" list --server </dev/null \
+    | sed -n 's/^  - \(tasks-[^ ]*\).*/\1/p' >"$OUTDIR/scenarios.txt"
+else
+  # tasks-* (extension) scenarios are never selected by --spec-version; drop them anyway.
+  "$NODE" "$CLI" list --server --spec-version "$LANE" </dev/null \
+    | sed -n 's/^  - \([^ ]*\).*/\1/p' | { grep -v '^tasks-' || true; } >"$OUTDIR/scenarios.txt"
+fi
 count="$(wc -l <"$OUTDIR/scenarios.txt")"
 [[ "$count" -gt 0 ]] || { echo "lane.sh: the runner lists no scenarios for $LANE" >&2; exit 2; }
 RUNNER_LIMIT_S="${CONFORMANCE_RUNNER_LIMIT_S:-$(( count * (TIMEOUT_MS / 1000 + 1) + 60 ))}"
@@ -136,9 +144,21 @@ echo "results: $OUTDIR"
 
 # ---- runner -------------------------------------------------------------------
 # In the background so that a signal to this script is handled at once (see cleanup).
-timeout -k 10 "$RUNNER_LIMIT_S" "$NODE" "$CLI" server --url "$URL" \
-  --suite all --spec-version "$LANE" --timeout "$TIMEOUT_MS" -o "$OUTDIR/raw" \
-  </dev/null >"$OUTDIR/runner.log" 2>&1 &
+if [[ "$LANE" == tasks ]]; then
+  # Extension scenarios match no spec version: each one forced, on the 2026-07-28 wire.
+  timeout -k 10 "$RUNNER_LIMIT_S" bash -c '
+    rc=0
+    while read -r s; do
+      "$1" "$2" server --url "$3" --scenario "$s" --spec-version 2026-07-28 --force \
+        --timeout "$4" -o "$5" </dev/null || rc=1
+    done <"$6"
+    exit "$rc"' tasks "$NODE" "$CLI" "$URL" "$TIMEOUT_MS" "$OUTDIR/raw" "$OUTDIR/scenarios.txt" \
+    </dev/null >"$OUTDIR/runner.log" 2>&1 &
+else
+  timeout -k 10 "$RUNNER_LIMIT_S" "$NODE" "$CLI" server --url "$URL" \
+    --suite all --spec-version "$LANE" --timeout "$TIMEOUT_MS" -o "$OUTDIR/raw" \
+    </dev/null >"$OUTDIR/runner.log" 2>&1 &
+fi
 RUNNER_PID=$!
 rc=0
 wait "$RUNNER_PID" || rc=$?

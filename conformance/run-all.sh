@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Run the four conformance lanes in sequence (see lane.sh), then one summary line
+# Run the conformance lanes (four revisions and the tasks extension) in sequence (see lane.sh), then one summary line
 # per lane and the overall "N passed, M failed" (scenarios, summed over the lanes).
 # A lane that ends without a result line (setup error) counts as 1 failed.
 # Exit 0 iff every lane passed.
 set -euo pipefail
 
 DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-LANES=(2026-07-28 2025-11-25 2025-06-18 2025-03-26)
+LANES=(2026-07-28 2025-11-25 2025-06-18 2025-03-26 tasks)
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 
 total_passed=0

@@ -15,7 +15,9 @@ use super::observe::Gauged;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
 use crate::router::{Call, ResultObject};
+use crate::runtime::context::Principal;
 use crate::runtime::events::Change;
+use crate::tasks::TaskWatch;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// Most resource URIs one subscription may watch.
@@ -28,6 +30,8 @@ struct Filter {
     prompts: bool,
     resources: bool,
     watched: Vec<String>,
+    /// Task ids asked for (`notifications.taskIds`), before the owner check.
+    task_ids: Option<Vec<String>>,
 }
 
 impl Filter {
@@ -59,7 +63,28 @@ impl Filter {
                 )));
             }
         };
+        let task_ids = match requested.get("taskIds") {
+            None => None,
+            Some(Value::Array(ids)) if ids.len() <= MAX_WATCHED => Some(
+                ids.iter()
+                    .map(|id| id.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| RpcError::invalid_params("taskIds must hold strings"))?,
+            ),
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "taskIds must be an array of at most {MAX_WATCHED} task ids"
+                )));
+            }
+        };
+        if requested.contains_key("taskIds")
+            && !(call.dialect.offers_tasks()
+                && crate::tasks::wire::declared(call.meta.client_capabilities.as_ref()))
+        {
+            return Err(crate::tasks::wire::missing_extension());
+        }
         Ok(Self {
+            task_ids,
             tools: flag("toolsListChanged")? && caps.list_changed && caps.tools,
             prompts: flag("promptsListChanged")? && caps.list_changed && caps.prompts,
             resources: flag("resourcesListChanged")? && caps.list_changed && caps.resources,
@@ -108,6 +133,13 @@ impl Filter {
     }
 }
 
+/// `notifications/tasks` with the task's `DetailedTask`, tagged with the subscription.
+fn task_message(task: &crate::tasks::TaskRecord, id: &RequestId) -> Bytes {
+    let mut params = crate::tasks::wire::detailed(task);
+    params.insert("_meta".into(), json!({ SUBSCRIPTION_ID: id }));
+    notification_message("notifications/tasks", &params)
+}
+
 /// Keeps the count of open subscriptions (and the metrics gauge).
 #[derive(Debug)]
 struct Slot(Arc<Engine>, #[allow(dead_code)] Gauged);
@@ -135,7 +167,11 @@ pub(crate) struct Subscription {
     id: RequestId,
     filter: Filter,
     changes: broadcast::Receiver<Change>,
-    ack: Option<Bytes>,
+    /// The acknowledgement's `notifications`, until it is sent (the accepted task ids
+    /// are added then, after an owner-checked read).
+    ack: Option<Value>,
+    /// The tasks this subscription watches (tasks extension).
+    tasks: TaskWatch,
     dialect: &'static Dialect,
     _slot: Slot,
     /// The subscription's span, open as long as it is (parent from `_meta`).
@@ -144,12 +180,18 @@ pub(crate) struct Subscription {
 
 impl Subscription {
     /// Opens a subscription, or says why not (refused, or no subscription slot free).
-    pub(crate) fn open(engine: &Arc<Engine>, id: RequestId, call: &Call) -> Result<Self, Failure> {
+    pub(crate) fn open(
+        engine: &Arc<Engine>,
+        id: RequestId,
+        call: &Call,
+        principal: Option<&Principal>,
+    ) -> Result<Self, Failure> {
         let caps = engine.runtime.capabilities();
-        if !caps.list_changed && !caps.subscribe {
+        let tasks = call.dialect.offers_tasks() && call.catalogue.has_task_tools();
+        if !caps.list_changed && !caps.subscribe && !tasks {
             return Err(RpcError::method_not_found(&call.method_name).into());
         }
-        let filter = Filter::accept(call, engine)?;
+        let mut filter = Filter::accept(call, engine)?;
         if engine.listeners.fetch_add(1, Ordering::AcqRel) >= engine.limits.max_listen_streams {
             engine.listeners.fetch_sub(1, Ordering::AcqRel);
             return Err(Failure::Overloaded(RpcError::internal(
@@ -160,13 +202,18 @@ impl Subscription {
         let parent = super::trace::TraceContext::from_meta(&call.meta);
         let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
-        let ack = json!({"_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
-        let ack = notification_message("notifications/subscriptions/acknowledged", &ack);
+        let tasks = TaskWatch::new(
+            &engine.runtime.inner.tasks,
+            std::mem::take(&mut filter.task_ids),
+            crate::tasks::owner(principal),
+        );
+        let ack = filter.to_json();
         Ok(Self {
             id,
             filter,
             changes,
             ack: Some(ack),
+            tasks,
             dialect: call.dialect,
             _slot: slot,
             _span: span,
@@ -180,13 +227,28 @@ impl Subscription {
 
     /// The next messages, or the end. Cancel-safe.
     pub(crate) async fn next(&mut self, engine: &Engine) -> ListenStep {
-        if let Some(ack) = self.ack.take() {
-            return ListenStep::Messages(vec![ack]);
+        if let Some(mut notifications) = self.ack.take() {
+            // The tasks the caller owns, with their current state (a change made before
+            // the subscription opened is not lost).
+            let current = self.tasks.accept().await;
+            if let (Some(accepted), Value::Object(n)) = (self.tasks.accepted(), &mut notifications)
+            {
+                n.insert("taskIds".into(), json!(accepted));
+            }
+            let ack =
+                json!({"_meta": { SUBSCRIPTION_ID: self.id }, "notifications": notifications});
+            let mut out = vec![notification_message(
+                "notifications/subscriptions/acknowledged",
+                &ack,
+            )];
+            out.extend(current.iter().map(|t| task_message(t, &self.id)));
+            return ListenStep::Messages(out);
         }
         loop {
             let out = tokio::select! {
                 biased;
                 () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
+                changed = self.tasks.next() => changed.iter().map(|t| task_message(t, &self.id)).collect(),
                 change = self.changes.recv() => match change {
                     Ok(change) => self.filter.message(&change, &self.id).into_iter().collect(),
                     // Fell behind: every watched list may have changed.

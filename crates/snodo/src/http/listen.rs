@@ -12,6 +12,7 @@ use super::sse::{Gone, SseStream};
 use crate::engine::{Failure, ListenStep, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
+use crate::runtime::context::Principal;
 
 /// Queue depth of a listen stream's body.
 const STREAM_DEPTH: usize = 32;
@@ -21,8 +22,9 @@ pub(crate) fn serve(
     shared: &Arc<Shared>,
     id: RequestId,
     call: &Call,
+    principal: Option<&Principal>,
 ) -> Result<Response<Body>, Failure> {
-    let mut subscription = Subscription::open(&shared.engine, id, call)?;
+    let mut subscription = Subscription::open(&shared.engine, id, call, principal)?;
     let (mut sse, response) = SseStream::open(STREAM_DEPTH, shared.config.keep_alive);
     let engine = Arc::clone(&shared.engine);
     tokio::spawn(async move {

@@ -184,12 +184,13 @@ impl McpService {
                     if let Some(r) = record.as_mut() {
                         r.admitted(&id, &call, principal.as_ref());
                     }
-                    return listen::serve(&self.shared, id.clone(), &call).map_err(|f| {
-                        if let Some(r) = record.as_mut() {
-                            r.failure(&f);
-                        }
-                        response::failure(&id, Some(call.dialect), f)
-                    });
+                    return listen::serve(&self.shared, id.clone(), &call, principal.as_ref())
+                        .map_err(|f| {
+                            if let Some(r) = record.as_mut() {
+                                r.failure(&f);
+                            }
+                            response::failure(&id, Some(call.dialect), f)
+                        });
                 }
                 let trace = trace_parent(&parts.headers);
                 Ok(exec::execute(&self.shared, id, call, principal, record, trace).await)

@@ -428,7 +428,7 @@ impl Connection {
     /// Opens a subscription whose messages share the connection; the client ends it
     /// with `notifications/cancelled`, the server with a result and a cancellation.
     async fn listen(&self, id: RequestId, call: &Call, record: &mut Option<Record>) {
-        let mut subscription = match Subscription::open(&self.engine, id.clone(), call) {
+        let mut subscription = match Subscription::open(&self.engine, id.clone(), call, None) {
             Ok(s) => s,
             Err(failure) => {
                 if let Some(r) = record.as_mut() {

@@ -11,6 +11,7 @@
 mod memory;
 mod options;
 mod store;
+mod watch;
 pub(crate) mod wire;
 pub(crate) mod worker;
 
@@ -26,4 +27,5 @@ pub use store::{
 pub use wire::TASKS_EXTENSION;
 
 pub(crate) use options::{Tasks, new_id, owner};
+pub(crate) use watch::TaskWatch;
 pub(crate) use worker::TaskLink;
