@@ -90,7 +90,16 @@ async fn sqlite_store_passes_the_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_same_handle_wakes_at_once() {
     let db = TempDb::new("same");
-    let store = sqlite(&db.0).await;
+    // Polling every 5 s: a fast wake-up can only be the in-process one.
+    let options = SqliteOptions {
+        poll_interval: Duration::from_secs(5),
+        ..SqliteOptions::default()
+    };
+    let store: Arc<dyn TaskStore> = Arc::new(
+        SqliteStore::open_with(&db.0, options)
+            .await
+            .unwrap_or_else(|e| panic!("open: {e}")),
+    );
     let mut samples = Vec::new();
     for _ in 0..5 {
         samples.push(contract::cancel_reaches_worker(&|| async { Arc::clone(&store) }).await);

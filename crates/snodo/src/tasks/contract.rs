@@ -413,7 +413,8 @@ where
     let (a, b) = (make().await, make().await);
     let alice = owner("alice");
     let mut task = new_task(&alice, &instance("ttl"));
-    task.ttl_ms = Some(100);
+    // Long enough that a loaded CI machine reads it before it expires.
+    task.ttl_ms = Some(1_000);
     let short = ok(a.create(task).await, "create");
     let mut task = new_task(&alice, &instance("ttl"));
     task.ttl_ms = Some(3_600_000);
@@ -422,7 +423,7 @@ where
         ok(b.get(&short.id, &alice).await, "get").is_some(),
         "not yet expired"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
     assert_eq!(ok(b.get(&short.id, &alice).await, "get"), None, "expired");
     assert!(
         !ok(b.request_cancel(&short.id, &alice).await, "cancel"),
