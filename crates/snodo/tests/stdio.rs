@@ -23,3 +23,6 @@ mod bad_input;
 
 #[path = "stdio/props.rs"]
 mod props;
+
+#[path = "stdio/tasks.rs"]
+mod tasks;

@@ -4,10 +4,13 @@
 //!   listed (paginated) by `resources/list`;
 //! - `snodo://demo/about` describes the server;
 //! - the `search` tool finds text across files and returns structured matches;
+//! - the `index_folder` tool (a task for clients with the tasks extension) walks the
+//!   folder, reports its progress and returns totals per extension and the largest files;
 //! - the `review_file` prompt embeds a file and asks for a review;
 //! - file paths complete in the prompt argument and in the template variable.
 
 mod fs;
+mod index;
 mod search;
 
 use std::path::Path;
@@ -120,7 +123,7 @@ pub(crate) fn builder(
                 "server": "snodo demo",
                 "root": root.dir().display().to_string(),
                 "template": format!("{base}/{{+path}}"),
-                "tools": ["search"],
+                "tools": ["search", "index_folder"],
                 "prompts": ["review_file"],
             })
             .to_string(),
@@ -146,6 +149,17 @@ pub(crate) fn builder(
                     Ok(Json(out))
                 }
             })
+    };
+
+    let index_tool = {
+        let root = root.clone();
+        Tool::new("index_folder")
+            .title("Index the folder")
+            .description("Walks the served folder and summarises it: files, bytes and lines per extension, the largest files. Runs as a task for clients that support the tasks extension (progress in the task's status message).")
+            .read_only()
+            .task(snodo::tasks::TaskSupport::Optional)
+            .output::<index::IndexOutput>()
+            .handler(move |args: index::IndexArgs, ctx: RequestContext| index::index(root.clone(), args, ctx))
     };
 
     let review = {
@@ -199,6 +213,7 @@ pub(crate) fn builder(
         .read_cache(CacheHint::new(1_000, CacheScope::Private))
         .discover_cache(CacheHint::new(60_000, CacheScope::Public))
         .tool(search_tool)
+        .tool(index_tool)
         .resource(about)
         .resource_template(template)
         .prompt(review))

@@ -107,6 +107,17 @@ impl Runtime {
             "protocolVersion".into(),
             Value::String(call.dialect.version().into()),
         );
+        out.insert("capabilities".into(), self.capabilities_for(call));
+        out.insert("serverInfo".into(), view.server_info.clone());
+        if let Some(i) = &self.inner.instructions {
+            out.insert("instructions".into(), Value::String(i.clone()));
+        }
+        Ok(out)
+    }
+
+    /// The `ServerCapabilities` a request is answered with: with the tasks extension
+    /// when the dialect offers it and a tool runs as a task.
+    fn capabilities_for(&self, call: &Call) -> Value {
         let mut capabilities = self.inner.capabilities.to_json();
         if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
             if let Value::Object(caps) = &mut capabilities {
@@ -116,16 +127,10 @@ impl Runtime {
                 );
             }
         }
-        out.insert("capabilities".into(), capabilities);
-        out.insert("serverInfo".into(), view.server_info.clone());
-        if let Some(i) = &self.inner.instructions {
-            out.insert("instructions".into(), Value::String(i.clone()));
-        }
-        Ok(out)
+        capabilities
     }
 
-    /// `server/discover`: versions, capabilities (with the tasks extension when the
-    /// dialect offers it and a tool runs as a task), instructions.
+    /// `server/discover`: versions, capabilities, instructions.
     pub(super) fn discover(&self, call: &Call) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert(
@@ -138,16 +143,7 @@ impl Runtime {
                     .collect(),
             ),
         );
-        let mut capabilities = self.inner.capabilities.to_json();
-        if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
-            if let Value::Object(caps) = &mut capabilities {
-                caps.insert(
-                    "extensions".into(),
-                    serde_json::json!({ crate::tasks::TASKS_EXTENSION: {} }),
-                );
-            }
-        }
-        out.insert("capabilities".into(), capabilities);
+        out.insert("capabilities".into(), self.capabilities_for(call));
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
         }

@@ -317,3 +317,87 @@ impl TaskStore for MemoryStore {
         Box::pin(async move { Ok(changed) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn new_task(id: &str, lease: Duration) -> NewTask {
+        NewTask {
+            id: id.to_owned(),
+            owner: Owner::new("alice", ""),
+            ttl_ms: Some(60_000),
+            poll_interval_ms: Some(100),
+            status_message: None,
+            instance: "a".to_owned(),
+            lease,
+        }
+    }
+
+    #[tokio::test]
+    async fn transitions_outcomes_leases() {
+        let s = MemoryStore::new();
+        let alice = Owner::new("alice", "");
+        let bob = Owner::new("bob", "");
+        let t = s.create(new_task("t", Duration::from_secs(60))).await;
+        assert_eq!(t.ok().map(|t| t.version), Some(1));
+        assert!(s.create(new_task("t", Duration::ZERO)).await.is_err());
+        assert!(matches!(s.get("t", &bob).await, Ok(None)));
+        let asks = serde_json::Map::from_iter([("k".to_owned(), json!({"method": "x"}))]);
+        assert!(matches!(
+            s.set_status("t", TaskStatus::InputRequired, None, Some(asks))
+                .await,
+            Ok(true)
+        ));
+        assert!(matches!(
+            s.add_input_responses("t", &bob, Map::new()).await,
+            Ok(false)
+        ));
+        let answers = Map::from_iter([("k".to_owned(), json!(1)), ("other".to_owned(), json!(2))]);
+        assert!(matches!(
+            s.add_input_responses("t", &alice, answers).await,
+            Ok(true)
+        ));
+        let taken = s.take_input_responses("t").await.unwrap_or_default();
+        assert_eq!(taken.keys().collect::<Vec<_>>(), ["k"]);
+        assert!(matches!(
+            s.set_status("t", TaskStatus::Completed, None, None).await,
+            Ok(false)
+        ));
+        assert!(matches!(
+            s.finish("t", Outcome::Result(json!({})), None).await,
+            Ok(true)
+        ));
+        assert!(matches!(
+            s.finish("t", Outcome::Error(json!({})), None).await,
+            Ok(false)
+        ));
+        assert!(matches!(
+            s.set_status("t", TaskStatus::Working, None, None).await,
+            Ok(false)
+        ));
+        let done = s.get("t", &alice).await.ok().flatten();
+        assert_eq!(done.as_ref().map(|d| d.status), Some(TaskStatus::Completed));
+        assert!(done.is_some_and(|d| d.input_requests.is_none()));
+        // A lease that ran out fails the task at the next sweep.
+        let _ = s.create(new_task("lost", Duration::ZERO)).await;
+        assert!(matches!(s.sweep().await, Ok(1)));
+        let lost = s.get("lost", &alice).await.ok().flatten();
+        assert_eq!(lost.as_ref().map(|l| l.status), Some(TaskStatus::Failed));
+        assert_eq!(
+            lost.and_then(|l| l.outcome),
+            Some(Outcome::Error(lease_lost_error()))
+        );
+        // A restart of the same instance fails what it was running.
+        let _ = s.create(new_task("running", Duration::from_secs(60))).await;
+        assert!(matches!(s.recover("a").await, Ok(1)));
+        // Cancelling a task nobody runs cancels it at once; a waiter hears it.
+        let _ = s.create(new_task("orphan", Duration::ZERO)).await;
+        let waiter = s.wait_change("orphan", 1, Duration::from_secs(5));
+        let (changed, cancelled) = tokio::join!(waiter, s.request_cancel("orphan", &alice));
+        assert!(matches!(cancelled, Ok(true)));
+        let changed = changed.ok().flatten();
+        assert_eq!(changed.map(|c| c.status), Some(TaskStatus::Cancelled));
+    }
+}

@@ -57,15 +57,18 @@ impl TaskLink {
         let store = self.tasks.store();
         let id = &*self.id;
         let mut answers = Map::new();
-        store
-            .set_status(
-                id,
-                TaskStatus::InputRequired,
-                Some(WAITING.to_owned()),
-                Some(outstanding.clone()),
-            )
-            .await
-            .map_err(|e| store_failed(&e))?;
+        let park = |outstanding: Map<String, Value>| async move {
+            store
+                .set_status(
+                    id,
+                    TaskStatus::InputRequired,
+                    Some(WAITING.to_owned()),
+                    Some(outstanding),
+                )
+                .await
+                .map_err(|e| store_failed(&e))
+        };
+        park(outstanding.clone()).await?;
         let mut seen = 0;
         loop {
             let mut narrowed = false;
@@ -88,15 +91,7 @@ impl TaskLink {
                 return Ok(answers);
             }
             if narrowed {
-                store
-                    .set_status(
-                        id,
-                        TaskStatus::InputRequired,
-                        Some(WAITING.to_owned()),
-                        Some(outstanding.clone()),
-                    )
-                    .await
-                    .map_err(|e| store_failed(&e))?;
+                park(outstanding.clone()).await?;
             }
             let changed = tokio::select! {
                 changed = store.wait_change(id, seen, Duration::from_secs(30)) => changed,
