@@ -12,6 +12,7 @@ mod demo;
 mod fixture;
 mod logs;
 mod oauth;
+mod task_store;
 mod tasks;
 
 use std::net::SocketAddr;
@@ -89,9 +90,8 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP (for clients that launch the server).
         #[arg(long, conflicts_with = "oauth_issuer")]
         stdio: bool,
-        /// Where tasks live: memory, sqlite:PATH or postgres:URL.
-        #[arg(long, default_value = "memory")]
-        task_store: String,
+        #[command(flatten)]
+        tasks: task_store::TaskStoreArgs,
         #[command(flatten)]
         oauth: oauth::OAuthArgs,
     },
@@ -128,9 +128,8 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
-        /// Where tasks live: memory, sqlite:PATH or postgres:URL.
-        #[arg(long, default_value = "memory")]
-        task_store: String,
+        #[command(flatten)]
+        tasks: task_store::TaskStoreArgs,
     },
 }
 
@@ -197,7 +196,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             protocols,
             legacy,
             stdio,
-            task_store,
+            tasks,
             oauth,
         } => {
             let root = match root {
@@ -212,7 +211,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             };
             protection = oauth::setup(&oauth, addr).await?;
             let mut builder =
-                demo::builder(&root, protocols, key)?.tasks(tasks::options(&task_store)?);
+                demo::builder(&root, protocols, key)?.tasks(task_store::options(&tasks).await?);
             if let Some(metrics) = metrics {
                 builder = builder.metrics(metrics);
             }
@@ -238,9 +237,9 @@ async fn run(cli: Cli) -> Result<(), String> {
             profile,
             page_size,
             stdio,
-            task_store,
+            tasks,
         } => {
-            let tasks = Some(tasks::options(&task_store)?);
+            let tasks = Some(task_store::options(&tasks).await?);
             let runtime = fixture::runtime(
                 dialects(&protocols)?,
                 profile,

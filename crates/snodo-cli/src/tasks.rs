@@ -1,29 +1,12 @@
-//! Tasks in the CLI: `--task-store memory|sqlite:PATH|postgres:URL`, and the fixture's
-//! task tools (the ones the conformance runner's tasks scenarios call).
+//! The fixture's task tools (the ones the conformance runner's tasks scenarios call).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use snodo::tasks::{MemoryStore, TaskOptions, TaskSupport};
+use snodo::tasks::TaskSupport;
 use snodo::{HandlerError, InputRequest, NoArguments, RpcError, Tool, ToolResult};
-
-/// Reads `--task-store`: `memory`, `sqlite:PATH` or `postgres:URL`.
-pub(crate) fn options(spec: &str) -> Result<TaskOptions, String> {
-    if spec == "memory" {
-        return Ok(TaskOptions::new(Arc::new(MemoryStore::new())));
-    }
-    if spec.starts_with("sqlite:") || spec.starts_with("postgres:") {
-        return Err(format!(
-            "--task-store {spec}: built without sql task stores (feature sql-tasks)"
-        ));
-    }
-    Err(format!(
-        "--task-store {spec}: expected memory, sqlite:PATH or postgres:URL"
-    ))
-}
 
 #[derive(Deserialize, JsonSchema)]
 struct GreetArgs {

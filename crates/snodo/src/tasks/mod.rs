@@ -15,7 +15,8 @@ mod watch;
 pub(crate) mod wire;
 pub(crate) mod worker;
 
-// contract suite: tasks/contract.rs (stores helper)
+#[cfg(feature = "task-store-contract")]
+pub mod contract;
 
 pub use memory::MemoryStore;
 pub use options::{TaskOptions, TaskSupport};

@@ -1,0 +1,131 @@
+//! `--task-store sqlite:PATH` through the binary: a task survives the process, and a task
+//! that was running when the process was killed reads `failed` after the restart (the
+//! same instance id recovers it at once, long before its lease would run out).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Value, json};
+
+struct Fixture {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: i64,
+}
+
+impl Fixture {
+    fn start(db: &Path) -> Self {
+        let store = format!("sqlite:{}", db.display());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+            .args(["fixture", "--stdio", "--protocols", "2026-07-28"])
+            .args(["--task-store", &store, "--task-lease", "600"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin,
+            stdout,
+            next: 0,
+        }
+    }
+
+    /// One 2026-07-28 request declaring the tasks extension; the response's result.
+    fn call(&mut self, method: &str, mut params: Value) -> Value {
+        self.next += 1;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        });
+        let msg = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        writeln!(self.stdin, "{msg}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "stdout closed"
+            );
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == json!(self.next) {
+                assert!(reply.get("error").is_none(), "{method}: {reply}");
+                return reply["result"].clone();
+            }
+        }
+    }
+}
+
+fn temp_db() -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    std::env::temp_dir().join(format!("snodo-cli-tasks-{}-{nanos}.db", std::process::id()))
+}
+
+#[test]
+fn sqlite_tasks_survive_a_kill_and_the_running_one_fails() {
+    let db = temp_db();
+    let mut first = Fixture::start(&db);
+    let done = first.call(
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 0}}),
+    );
+    assert_eq!(done["resultType"], "task", "{done}");
+    let running = first.call(
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 300}}),
+    );
+    let (done_id, running_id) = (done["taskId"].clone(), running["taskId"].clone());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while first.call("tasks/get", json!({"taskId": done_id}))["status"] != "completed" {
+        assert!(Instant::now() < deadline, "the short task did not complete");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        first.call("tasks/get", json!({"taskId": running_id}))["status"],
+        "working"
+    );
+    first.child.kill().unwrap(); // SIGKILL: no shutdown code runs
+    first.child.wait().unwrap();
+
+    let mut second = Fixture::start(&db);
+    let started = Instant::now();
+    let r = second.call("tasks/get", json!({"taskId": running_id}));
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert_eq!(
+        r["error"]["message"], "the instance running this task stopped",
+        "{r}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "recovered at once, not after the lease"
+    );
+    let r = second.call("tasks/get", json!({"taskId": done_id}));
+    assert_eq!(r["status"], "completed", "the finished task survived: {r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Computed"),
+        "{r}"
+    );
+    drop(second.stdin);
+    let _ = second.child.wait();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.clone().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+}
