@@ -63,8 +63,8 @@ pub mod stdio;
 pub use engine::observe::REQUEST_TARGET;
 pub use engine::trace::{SPAN_TARGET, TraceContext};
 pub use model::{
-    CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,
-    ServerInfo, ToolResult,
+    Annotations, CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult,
+    ResourceContents, Role, ServerInfo, ToolAnnotations, ToolResult,
 };
 pub use protocol::{Dialect, RpcError};
 pub use runtime::authz::{Authorizer, Component, Refusal};

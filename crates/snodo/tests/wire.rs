@@ -22,3 +22,6 @@ mod rounds;
 
 #[path = "wire/march.rs"]
 mod march;
+
+#[path = "wire/annotations.rs"]
+mod annotations;

@@ -349,6 +349,23 @@ impl Dialect {
         }
     }
 
+    /// Shapes a tool definition: [`shape_component`](Self::shape_component), and where
+    /// the revision has no tool `title` (2025-03-26) the title moves into
+    /// `annotations.title`, which every revision has (unless one is set there already).
+    pub(crate) fn shape_tool(&self, def: &mut Map<String, Value>) {
+        if !self.titles {
+            if let Some(title) = def.remove("title") {
+                if let Value::Object(a) = def
+                    .entry("annotations")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    a.entry("title").or_insert(title);
+                }
+            }
+        }
+        self.shape_component(def);
+    }
+
     /// Reshapes one content block of a result for this revision: drops the fields it
     /// lacks, and turns a `resource_link` it lacks into a text block naming the link.
     pub(crate) fn shape_content(&self, block: &mut Map<String, Value>) {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::context::RequestContext;
 use super::error::HandlerError;
 use super::policy::{Enforcer, Policy, RateLimit};
-use crate::model::{Icon, ToolResult};
+use crate::model::{Icon, ToolAnnotations, ToolResult};
 use crate::protocol::RpcError;
 
 /// A structured tool output: serialised as `structuredContent` and mirrored as text.
@@ -82,7 +82,9 @@ pub struct Tool {
     pub(crate) description: Option<String>,
     pub(crate) input_schema: Option<Value>,
     pub(crate) output_schema: Option<Value>,
-    pub(crate) annotations: Option<Map<String, Value>>,
+    pub(crate) annotations: ToolAnnotations,
+    /// Annotation members outside the standard set ([`Tool::annotation`]).
+    pub(crate) extra_annotations: Option<Map<String, Value>>,
     pub(crate) icons: Vec<Icon>,
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) handler: Option<ToolHandler>,
@@ -174,7 +176,8 @@ impl Tool {
             description: None,
             input_schema: None,
             output_schema: None,
-            annotations: None,
+            annotations: ToolAnnotations::default(),
+            extra_annotations: None,
             icons: Vec::new(),
             meta: None,
             handler: None,
@@ -231,19 +234,70 @@ impl Tool {
         self
     }
 
-    /// Sets a tool annotation hint such as `readOnlyHint`.
+    /// Replaces the tool's behaviour hints.
     #[must_use]
-    pub fn annotation(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.annotations
-            .get_or_insert_with(Map::new)
-            .insert(key.into(), value.into());
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
         self
     }
 
-    /// Marks the tool read-only (`readOnlyHint: true`).
+    /// Sets one annotation member by its wire name. The standard hints
+    /// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint` with a
+    /// boolean, `title` with a string) set the typed field; any other key is sent as
+    /// given (a vendor hint). Prefer the typed setters.
     #[must_use]
-    pub fn read_only(self) -> Self {
-        self.annotation("readOnlyHint", true)
+    pub fn annotation(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        let (key, value) = (key.into(), value.into());
+        let a = &mut self.annotations;
+        match (key.as_str(), &value) {
+            ("readOnlyHint", Value::Bool(b)) => a.read_only_hint = Some(*b),
+            ("destructiveHint", Value::Bool(b)) => a.destructive_hint = Some(*b),
+            ("idempotentHint", Value::Bool(b)) => a.idempotent_hint = Some(*b),
+            ("openWorldHint", Value::Bool(b)) => a.open_world_hint = Some(*b),
+            ("title", Value::String(t)) => a.title = Some(t.clone()),
+            _ => {
+                self.extra_annotations
+                    .get_or_insert_with(Map::new)
+                    .insert(key, value);
+            }
+        }
+        self
+    }
+
+    /// Marks the tool read-only (`readOnlyHint: true`): it changes nothing.
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        self.annotations.read_only_hint = Some(true);
+        self
+    }
+
+    /// Says whether the tool may destroy or overwrite (`destructiveHint`; clients
+    /// assume `true` when it is absent and the tool is not read-only).
+    #[must_use]
+    pub fn destructive(mut self, on: bool) -> Self {
+        self.annotations.destructive_hint = Some(on);
+        self
+    }
+
+    /// Says whether repeating a call has no further effect (`idempotentHint`).
+    #[must_use]
+    pub fn idempotent(mut self, on: bool) -> Self {
+        self.annotations.idempotent_hint = Some(on);
+        self
+    }
+
+    /// Says whether the tool reaches outside entities (`openWorldHint`; clients
+    /// assume `true` when it is absent).
+    #[must_use]
+    pub fn open_world(mut self, on: bool) -> Self {
+        self.annotations.open_world_hint = Some(on);
+        self
+    }
+
+    /// The tool's behaviour hints.
+    #[must_use]
+    pub fn tool_annotations(&self) -> &ToolAnnotations {
+        &self.annotations
     }
 
     /// Adds a `_meta` entry to the definition.
