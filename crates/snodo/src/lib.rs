@@ -73,10 +73,24 @@ pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
 pub use runtime::input::{InputRequest, InputRequired};
 pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
-pub use runtime::prompt::{Prompt, PromptArguments};
-pub use runtime::resource::{ReadRequest, Resource, ResourceInfo, ResourceTemplate};
+pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArguments};
+pub use runtime::resource::{
+    IntoResourceContents, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
+};
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+
+/// `#[snodo::tool]`, `#[snodo::prompt]` and `#[snodo::resource]`: attribute macros that
+/// expand to the builder API (feature `macros`, on by default). See `docs/authoring.md`.
+#[cfg(feature = "macros")]
+pub use snodo_macros::{prompt, resource, tool};
+
+/// What the macros' expansions name (not a stable API).
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}
 
 /// Entry points for the fuzz targets in `fuzz/` (not a stable API).
 #[doc(hidden)]

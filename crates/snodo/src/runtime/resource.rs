@@ -383,3 +383,64 @@ pub(crate) struct CompiledTemplate {
     pub(crate) template: ResourceTemplate,
     pub(crate) matcher: UriTemplate,
 }
+
+/// Anything a resource reader written with `#[snodo::resource]` may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not resource contents",
+    label = "a resource returns String, ResourceContents, Vec<ResourceContents>, or a Result of one"
+)]
+pub trait IntoResourceContents {
+    /// Converts into the contents read at `uri` (`mime_type`: the declared one, for
+    /// text given as a `String`).
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError>;
+}
+
+/// Text contents at the requested URI.
+impl IntoResourceContents for String {
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        let c = ResourceContents::text(uri, self);
+        Ok(vec![match mime_type {
+            Some(m) => c.mime_type(m),
+            None => c,
+        }])
+    }
+}
+
+impl IntoResourceContents for ResourceContents {
+    fn into_contents(
+        self,
+        _: &str,
+        _: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(vec![self])
+    }
+}
+
+impl IntoResourceContents for Vec<ResourceContents> {
+    fn into_contents(
+        self,
+        _: &str,
+        _: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoResourceContents, E: Into<HandlerError>> IntoResourceContents for Result<T, E> {
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        self.map_err(Into::into)
+            .and_then(|c| c.into_contents(uri, mime_type))
+    }
+}

@@ -22,6 +22,10 @@ use crate::protocol::RpcError;
 pub struct Json<T>(pub T);
 
 /// Anything a tool handler may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool result",
+    label = "a tool returns ToolResult, String, &'static str, Json<T>, or a Result of one"
+)]
 pub trait IntoToolResult {
     /// Converts into a result or an error.
     fn into_tool_result(self) -> Result<ToolResult, HandlerError>;
