@@ -58,6 +58,8 @@ pub mod otlp;
 pub mod protocol;
 mod router;
 pub mod runtime;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub mod stdio;
 
 pub use engine::observe::REQUEST_TARGET;

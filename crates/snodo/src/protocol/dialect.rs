@@ -100,6 +100,9 @@ pub struct Dialect {
     version_header: bool,
     /// JSON-RPC batches (arrays of messages) are part of the revision.
     batches: bool,
+    /// `capabilities.extensions` exists, so extensions (Skills) can be declared and
+    /// their methods served.
+    extensions: bool,
 }
 
 /// The 2026-07-28 revision: stateless, the default.
@@ -117,6 +120,7 @@ pub static V2026_07_28: Dialect = Dialect {
     log_levels: LogLevels::PerRequest,
     version_header: true,
     batches: false,
+    extensions: true,
 };
 
 /// The 2025-11-25 revision (initialize era), opt-in.
@@ -134,6 +138,7 @@ pub static V2025_11_25: Dialect = Dialect {
     log_levels: LogLevels::Runtime,
     version_header: true,
     batches: false,
+    extensions: false,
 };
 
 /// The 2025-06-18 revision (initialize era), opt-in.
@@ -153,6 +158,7 @@ pub static V2025_06_18: Dialect = Dialect {
     log_levels: LogLevels::Runtime,
     version_header: true,
     batches: false,
+    extensions: false,
 };
 
 /// The 2025-03-26 revision (initialize era), opt-in: no `MCP-Protocol-Version` header
@@ -172,6 +178,7 @@ pub static V2025_03_26: Dialect = Dialect {
     log_levels: LogLevels::Runtime,
     version_header: false,
     batches: true,
+    extensions: false,
 };
 
 /// Every dialect this crate implements, newest first.
@@ -245,6 +252,12 @@ impl Dialect {
         self.version_header
     }
 
+    /// Whether capabilities may declare extensions (`capabilities.extensions`).
+    #[must_use]
+    pub fn has_extensions(&self) -> bool {
+        self.extensions
+    }
+
     /// Whether a body may be a JSON-RPC batch (an array of messages).
     #[must_use]
     pub fn accepts_batches(&self) -> bool {
@@ -267,6 +280,7 @@ impl Dialect {
             | M::CompletionComplete
             | M::Cancelled => true,
             M::Discover | M::SubscriptionsListen => self.era == Era::Stateless,
+            M::SkillsList | M::SkillsGet | M::ResourcesDirectoryRead => self.extensions,
             M::Initialize | M::Ping | M::LoggingSetLevel | M::Initialized => {
                 self.era == Era::Initialize
             }

@@ -38,6 +38,12 @@ pub enum Method {
     Initialized,
     /// `notifications/cancelled`.
     Cancelled,
+    /// `skills/list` (Skills extension).
+    SkillsList,
+    /// `skills/get` (Skills extension).
+    SkillsGet,
+    /// `resources/directory/read` (Skills extension).
+    ResourcesDirectoryRead,
     /// Any other name.
     Unknown,
 }
@@ -64,6 +70,9 @@ impl Method {
             "subscriptions/listen" => Self::SubscriptionsListen,
             "notifications/initialized" => Self::Initialized,
             "notifications/cancelled" => Self::Cancelled,
+            "skills/list" => Self::SkillsList,
+            "skills/get" => Self::SkillsGet,
+            "resources/directory/read" => Self::ResourcesDirectoryRead,
             _ => Self::Unknown,
         }
     }
@@ -90,6 +99,9 @@ impl Method {
             Self::SubscriptionsListen => "subscriptions/listen",
             Self::Initialized => "notifications/initialized",
             Self::Cancelled => "notifications/cancelled",
+            Self::SkillsList => "skills/list",
+            Self::SkillsGet => "skills/get",
+            Self::ResourcesDirectoryRead => "resources/directory/read",
             Self::Unknown => "unknown",
         }
     }
@@ -116,6 +128,9 @@ impl Method {
                 | Self::ResourcesList
                 | Self::ResourceTemplatesList
                 | Self::ResourcesRead
+                | Self::SkillsList
+                | Self::SkillsGet
+                | Self::ResourcesDirectoryRead
         )
     }
 }

@@ -107,7 +107,7 @@ impl Runtime {
             "protocolVersion".into(),
             Value::String(call.dialect.version().into()),
         );
-        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        out.insert("capabilities".into(), self.capabilities_for(call.dialect));
         out.insert("serverInfo".into(), view.server_info.clone());
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
@@ -115,7 +115,7 @@ impl Runtime {
         Ok(out)
     }
 
-    pub(super) fn discover(&self) -> Map<String, Value> {
+    pub(super) fn discover(&self, dialect: &crate::protocol::Dialect) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert(
             "supportedVersions".into(),
@@ -127,7 +127,7 @@ impl Runtime {
                     .collect(),
             ),
         );
-        out.insert("capabilities".into(), self.inner.capabilities.to_json());
+        out.insert("capabilities".into(), self.capabilities_for(dialect));
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
         }

@@ -71,6 +71,9 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
+    /// The skills cannot be served.
+    #[error("invalid skills: {0}")]
+    InvalidSkills(String),
     /// A lock was poisoned by a panic during an earlier update.
     #[error("the runtime's catalogue lock was poisoned by an earlier panic")]
     Poisoned,
@@ -103,6 +106,15 @@ pub struct RuntimeBuilder {
     authorizer: Option<(Arc<dyn Authorizer>, Refusal)>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
+    #[cfg(feature = "skills")]
+    skills: Option<SkillsSource>,
+}
+
+/// Where the skills come from.
+#[cfg(feature = "skills")]
+enum SkillsSource {
+    Value(crate::skills::Skills),
+    Dir(std::path::PathBuf),
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -134,7 +146,27 @@ impl RuntimeBuilder {
             authorizer: None,
             #[cfg(feature = "metrics")]
             metrics: None,
+            #[cfg(feature = "skills")]
+            skills: None,
         }
+    }
+
+    /// Serves `skills` (the Skills extension, feature `skills`): `skills/list`,
+    /// `skills/get`, `resources/directory/read`, and every skill file as a `skill://`
+    /// resource. Declared on the dialects that have `capabilities.extensions`
+    /// (2026-07-28).
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, skills: crate::skills::Skills) -> Self {
+        self.skills = Some(SkillsSource::Value(skills));
+        self
+    }
+
+    /// Serves every skill under `dir` (read at [`build`](Self::build); see
+    /// [`Skills::from_dir`](crate::skills::Skills::from_dir)).
+    #[cfg(feature = "skills")]
+    pub fn skills_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.skills = Some(SkillsSource::Dir(dir.into()));
+        self
     }
 
     /// Sets the display title.
@@ -299,7 +331,26 @@ impl RuntimeBuilder {
     }
 
     /// Validates everything and freezes the runtime.
-    pub fn build(self) -> Result<Runtime, BuildError> {
+    pub fn build(#[allow(unused_mut)] mut self) -> Result<Runtime, BuildError> {
+        #[allow(unused_mut)]
+        let mut extensions = serde_json::Map::new();
+        #[cfg(feature = "skills")]
+        let skills = match self.skills.take() {
+            None => None,
+            Some(source) => {
+                let skills = match source {
+                    SkillsSource::Value(s) => s,
+                    SkillsSource::Dir(d) => crate::skills::Skills::from_dir(d)
+                        .map_err(|e| BuildError::InvalidSkills(e.to_string()))?,
+                };
+                self.components.resources.extend(skills.resources());
+                extensions.insert(
+                    crate::skills::EXTENSION_ID.into(),
+                    serde_json::json!({"directoryRead": true}),
+                );
+                Some(Arc::new(skills))
+            }
+        };
         self.info
             .validate()
             .map_err(BuildError::InvalidServerInfo)?;
@@ -365,6 +416,9 @@ impl RuntimeBuilder {
                 authorizer: self.authorizer,
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics,
+                extensions,
+                #[cfg(feature = "skills")]
+                skills,
             }),
         })
     }
