@@ -48,6 +48,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod apps;
 mod engine;
 pub mod http;
 #[cfg(feature = "metrics")]

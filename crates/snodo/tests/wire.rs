@@ -25,3 +25,10 @@ mod march;
 
 #[path = "wire/annotations.rs"]
 mod annotations;
+
+#[cfg(feature = "skills")]
+#[path = "wire/skills.rs"]
+mod skills;
+
+#[path = "wire/apps.rs"]
+mod apps;

@@ -62,6 +62,15 @@ impl ResourceContents {
         self
     }
 
+    /// Adds a `_meta` entry (2025-03-26 drops `_meta`).
+    #[must_use]
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+
     /// The URI.
     #[must_use]
     pub fn uri(&self) -> &str {

@@ -43,25 +43,31 @@ impl Runtime {
             return Err(RpcError::method_not_found(&call.method_name));
         };
         let visible = |uri: &str| self.allows(ctx.principal(), Component::Resource(uri));
-        let uri_of = |v: &Value| v.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-        // One page of `items` (bound to `hash`) under `key`.
-        let page = |key: &str, items: Vec<Value>, hash: u64| -> Result<Map<String, Value>, RpcError> {
-            let (version, method) = (call.dialect.version(), call.method.as_str());
-            let start = match opt_str(&call.params, "cursor")? {
-                None => 0,
-                Some(c) => cursor::decode(c, version, method, hash, items.len())?,
-            };
-            let end = (start + self.inner.page_size).min(items.len());
-            let mut out = Map::new();
-            if end < items.len() {
-                out.insert(
-                    "nextCursor".into(),
-                    Value::String(cursor::encode(version, method, end, hash)),
-                );
-            }
-            out.insert(key.into(), Value::Array(items[start..end].to_vec()));
-            Ok(out)
+        let uri_of = |v: &Value| {
+            v.get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
         };
+        // One page of `items` (bound to `hash`) under `key`.
+        let page =
+            |key: &str, items: Vec<Value>, hash: u64| -> Result<Map<String, Value>, RpcError> {
+                let (version, method) = (call.dialect.version(), call.method.as_str());
+                let start = match opt_str(&call.params, "cursor")? {
+                    None => 0,
+                    Some(c) => cursor::decode(c, version, method, hash, items.len())?,
+                };
+                let end = (start + self.inner.page_size).min(items.len());
+                let mut out = Map::new();
+                if end < items.len() {
+                    out.insert(
+                        "nextCursor".into(),
+                        Value::String(cursor::encode(version, method, end, hash)),
+                    );
+                }
+                out.insert(key.into(), Value::Array(items[start..end].to_vec()));
+                Ok(out)
+            };
         let out = match call.method {
             Method::SkillsList => {
                 let items: Vec<Value> = skills
@@ -74,13 +80,10 @@ impl Runtime {
             }
             Method::SkillsGet => {
                 let uri = req_str(&call.params, "uri")?;
-                let entry = skills
-                    .entry(uri)
-                    .filter(|_| visible(uri))
-                    .ok_or_else(|| {
-                        RpcError::invalid_params(format!("Unknown skill: {uri}"))
-                            .with_data(serde_json::json!({ "uri": uri }))
-                    })?;
+                let entry = skills.entry(uri).filter(|_| visible(uri)).ok_or_else(|| {
+                    RpcError::invalid_params(format!("Unknown skill: {uri}"))
+                        .with_data(serde_json::json!({ "uri": uri }))
+                })?;
                 let mut out = Map::new();
                 out.insert("skill".into(), entry.clone());
                 out

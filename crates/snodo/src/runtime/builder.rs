@@ -108,6 +108,8 @@ pub struct RuntimeBuilder {
     metrics: Option<crate::metrics::Metrics>,
     #[cfg(feature = "skills")]
     skills: Option<SkillsSource>,
+    /// Declared extensions (`capabilities.extensions`).
+    extensions: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Where the skills come from.
@@ -148,7 +150,18 @@ impl RuntimeBuilder {
             metrics: None,
             #[cfg(feature = "skills")]
             skills: None,
+            extensions: serde_json::Map::new(),
         }
+    }
+
+    /// Registers an app view (MCP Apps, [`crate::apps`]) as a resource and declares the
+    /// `io.modelcontextprotocol/ui` extension; link tools to it with
+    /// [`Tool::ui`](crate::Tool::ui).
+    pub fn app(mut self, view: crate::apps::AppView) -> Self {
+        self.extensions
+            .entry(crate::apps::EXTENSION_ID)
+            .or_insert_with(|| serde_json::json!({}));
+        self.resource(view.resource())
     }
 
     /// Serves `skills` (the Skills extension, feature `skills`): `skills/list`,
@@ -333,7 +346,7 @@ impl RuntimeBuilder {
     /// Validates everything and freezes the runtime.
     pub fn build(#[allow(unused_mut)] mut self) -> Result<Runtime, BuildError> {
         #[allow(unused_mut)]
-        let mut extensions = serde_json::Map::new();
+        let mut extensions = std::mem::take(&mut self.extensions);
         #[cfg(feature = "skills")]
         let skills = match self.skills.take() {
             None => None,

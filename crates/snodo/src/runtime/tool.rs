@@ -304,6 +304,20 @@ impl Tool {
         &self.annotations
     }
 
+    /// Links the tool to an app view (MCP Apps, [`crate::apps`]): `_meta.ui.resourceUri`.
+    /// Register the view too ([`RuntimeBuilder::app`](crate::RuntimeBuilder::app)).
+    #[must_use]
+    pub fn ui(mut self, view: &crate::apps::AppView) -> Self {
+        let meta = self.meta.get_or_insert_with(Map::new);
+        let ui = meta
+            .entry("ui")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(ui) = ui {
+            ui.insert("resourceUri".into(), Value::String(view.uri().to_owned()));
+        }
+        self
+    }
+
     /// Adds a `_meta` entry to the definition.
     #[must_use]
     pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {

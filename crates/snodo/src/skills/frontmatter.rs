@@ -22,7 +22,8 @@ fn block(text: &str) -> Option<&str> {
 /// Parses the frontmatter of a `SKILL.md` into a JSON object; `Err` says what is wrong.
 /// `name` and `description` must be non-empty strings (the Agent Skills format).
 pub(crate) fn parse(text: &str) -> Result<Map<String, Value>, String> {
-    let yaml = block(text).ok_or("SKILL.md does not begin with a --- delimited frontmatter block")?;
+    let yaml =
+        block(text).ok_or("SKILL.md does not begin with a --- delimited frontmatter block")?;
     let value: Value = serde_norway::from_str(yaml)
         .map_err(|e| format!("the frontmatter is not valid YAML: {e}"))?;
     let Value::Object(map) = value else {

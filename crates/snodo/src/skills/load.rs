@@ -92,7 +92,9 @@ fn read_skill(dir: &Path, rel: &str) -> Found {
             if name.starts_with('.') {
                 continue;
             }
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let path = if prefix.is_empty() {
                 name.clone()
             } else {

@@ -181,8 +181,13 @@ impl Skills {
                 "the skill name {name:?} breaks the naming rules (1-64 of a-z 0-9 -, no leading, trailing or doubled -)"
             ));
         }
-        if segments.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
-            return Err(format!("the skill path {path:?} has an empty or relative segment"));
+        if segments
+            .iter()
+            .any(|s| s.is_empty() || *s == "." || *s == "..")
+        {
+            return Err(format!(
+                "the skill path {path:?} has an empty or relative segment"
+            ));
         }
         if files.len() > MAX_FILES_PER_SKILL {
             return Err(format!(
@@ -216,7 +221,9 @@ impl Skills {
         let mut skill_files = Vec::with_capacity(files.len());
         for (p, bytes) in files {
             if p.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
-                return Err(format!("the file path {p:?} has an empty or relative segment"));
+                return Err(format!(
+                    "the file path {p:?} has an empty or relative segment"
+                ));
             }
             let text = std::str::from_utf8(&bytes).is_ok();
             let digest = format!("sha256:{:x}", Sha256::digest(&bytes));
@@ -254,7 +261,8 @@ impl Skills {
                         "uri": f.uri, "name": part, "mimeType": f.mime_type, "size": f.bytes.len()
                     }));
                 } else if !children.iter().any(|c| c["uri"] == child) {
-                    children.push(json!({"uri": child, "name": part, "mimeType": DIRECTORY_MIME_TYPE}));
+                    children
+                        .push(json!({"uri": child, "name": part, "mimeType": DIRECTORY_MIME_TYPE}));
                 }
                 dir = child;
             }
@@ -392,7 +400,11 @@ mod tests {
         assert!(bad("other-name", MD));
         assert!(bad("PDF", MD));
         assert!(bad("pdf-processing", "no frontmatter"));
-        assert!(Skills::new().skill("pdf-processing", [("README.md", "x")]).is_err());
+        assert!(
+            Skills::new()
+                .skill("pdf-processing", [("README.md", "x")])
+                .is_err()
+        );
         assert!(
             Skills::new()
                 .skill("pdf-processing", [("SKILL.md", MD), ("../escape", "x")])
