@@ -71,12 +71,13 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     } else {
         let fields = values.iter().map(|p| {
             let (i, t, a) = (&p.ident, &p.ty, &p.field_attrs);
-            quote!(#(#a)* pub #i: #t,)
+            quote!(#(#a)* #i: #t,)
         });
         let idents: Vec<_> = values.iter().map(|p| &p.ident).collect();
         (
             quote! {
-                /// The tool's arguments (its input schema is derived from this type).
+                // No doc comment: schemars would make it the schema's description.
+                #[doc(hidden)]
                 #[derive(::snodo::__private::serde::Deserialize, ::snodo::__private::schemars::JsonSchema)]
                 #[serde(crate = "::snodo::__private::serde")]
                 #[schemars(crate = "::snodo::__private::schemars")]
