@@ -30,10 +30,10 @@ pub(crate) fn parse(text: &str) -> Result<Map<String, Value>, String> {
         return Err("the frontmatter is not a YAML mapping".into());
     };
     for key in ["name", "description"] {
-        if !map
+        if map
             .get(key)
             .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
+            .is_none_or(str::is_empty)
         {
             return Err(format!("the frontmatter has no non-empty `{key}`"));
         }
