@@ -55,6 +55,26 @@ impl Args {
         Ok(out)
     }
 
+    /// The component's name (`name = ".."` or the function's) and the builder calls for
+    /// its description (`description = ".."` or the doc comment) and title.
+    pub(crate) fn identity(&self, item: &syn::ItemFn) -> (String, Vec<TokenStream>) {
+        let name = self
+            .string("name")
+            .map_or_else(|| item.sig.ident.to_string(), LitStr::value);
+        let mut chain = Vec::new();
+        if let Some(d) = self
+            .string("description")
+            .map(LitStr::value)
+            .or_else(|| doc_text(&item.attrs))
+        {
+            chain.push(quote::quote!(.description(#d)));
+        }
+        if let Some(t) = self.string("title") {
+            chain.push(quote::quote!(.title(#t)));
+        }
+        (name, chain)
+    }
+
     /// A string argument.
     pub(crate) fn string(&self, key: &str) -> Option<&LitStr> {
         self.strings.iter().find(|(k, _)| k == key).map(|(_, v)| v)

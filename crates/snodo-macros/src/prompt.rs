@@ -13,20 +13,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let mut item: ItemFn = syn::parse2(item)?;
     let params = params::take("prompt", &mut item)?;
 
-    let name = args
-        .string("name")
-        .map_or_else(|| item.sig.ident.to_string(), syn::LitStr::value);
-    let mut chain = Vec::new();
-    if let Some(d) = args
-        .string("description")
-        .map(syn::LitStr::value)
-        .or_else(|| doc_text(&item.attrs))
-    {
-        chain.push(quote!(.description(#d)));
-    }
-    if let Some(t) = args.string("title") {
-        chain.push(quote!(.title(#t)));
-    }
+    let (name, mut chain) = args.identity(&item);
     let mut binds = Vec::new();
     for p in &params {
         match p.kind {

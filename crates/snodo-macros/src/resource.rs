@@ -5,7 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned as _;
 use syn::{ItemFn, ReturnType};
 
-use crate::attrs::{Args, doc_text};
+use crate::attrs::Args;
 use crate::params::{self, Kind, type_name};
 
 /// The variable names of an RFC 6570 template (`{+path}`, `{a,b}`, `{x:3}`, `{list*}`).
@@ -49,20 +49,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         ));
     };
     let vars = variables(&uri.value());
-    let name = args
-        .string("name")
-        .map_or_else(|| item.sig.ident.to_string(), syn::LitStr::value);
-    let mut chain = Vec::new();
-    if let Some(d) = args
-        .string("description")
-        .map(syn::LitStr::value)
-        .or_else(|| doc_text(&item.attrs))
-    {
-        chain.push(quote!(.description(#d)));
-    }
-    if let Some(t) = args.string("title") {
-        chain.push(quote!(.title(#t)));
-    }
+    let (name, mut chain) = args.identity(&item);
     let mime = match args.string("mime_type") {
         Some(m) => {
             chain.push(quote!(.mime_type(#m)));

@@ -5,7 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned as _;
 use syn::{ItemFn, ReturnType};
 
-use crate::attrs::{Args, doc_text};
+use crate::attrs::Args;
 use crate::params::{self, Kind, generic_of};
 
 const STRINGS: &[&str] = &["name", "title", "description"];
@@ -16,20 +16,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let mut item: ItemFn = syn::parse2(item)?;
     let params = params::take("tool", &mut item)?;
 
-    let name = args
-        .string("name")
-        .map_or_else(|| item.sig.ident.to_string(), syn::LitStr::value);
-    let mut chain = Vec::new();
-    if let Some(d) = args
-        .string("description")
-        .map(syn::LitStr::value)
-        .or_else(|| doc_text(&item.attrs))
-    {
-        chain.push(quote!(.description(#d)));
-    }
-    if let Some(t) = args.string("title") {
-        chain.push(quote!(.title(#t)));
-    }
+    let (name, mut chain) = args.identity(&item);
     for (flag, on, span) in &args.flags {
         chain.push(match flag.as_str() {
             "read_only" => quote_spanned!(*span=> .annotation("readOnlyHint", #on)),
