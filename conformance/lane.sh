@@ -61,6 +61,8 @@ if [[ -n "$(ls -A "$OUTDIR" 2>/dev/null)" ]]; then
 fi
 mkdir -p "$OUTDIR/raw"
 
+# Extension scenarios are off the spec timeline: each is run on its own with --force.
+EXTENSION_SCENARIOS=()
 if [[ "$LANE" == tasks ]]; then
   "$NODE" "$CLI" list --server </dev/null \
     | sed -n 's/^  - \(tasks-[^ ]*\).*/\1/p' >"$OUTDIR/scenarios.txt"
@@ -68,6 +70,10 @@ else
   # tasks-* (extension) scenarios are never selected by --spec-version; drop them anyway.
   "$NODE" "$CLI" list --server --spec-version "$LANE" </dev/null \
     | sed -n 's/^  - \([^ ]*\).*/\1/p' | { grep -v '^tasks-' || true; } >"$OUTDIR/scenarios.txt"
+  if [[ "$LANE" == 2026-07-28 ]]; then
+    EXTENSION_SCENARIOS=(sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest)
+  fi
+  printf '%s\n' "${EXTENSION_SCENARIOS[@]}" | sed '/^$/d' >>"$OUTDIR/scenarios.txt"
 fi
 count="$(wc -l <"$OUTDIR/scenarios.txt")"
 [[ "$count" -gt 0 ]] || { echo "lane.sh: the runner lists no scenarios for $LANE" >&2; exit 2; }
@@ -167,6 +173,11 @@ echo "$rc" >"$OUTDIR/runner.rc"
 if [[ "$rc" -eq 124 || "$rc" -eq 137 ]]; then
   echo "note: the runner hit its ${RUNNER_LIMIT_S}s limit; scenarios without results fail"
 fi
+for scenario in "${EXTENSION_SCENARIOS[@]}"; do
+  timeout -k 10 "$(( TIMEOUT_MS / 1000 + 30 ))" "$NODE" "$CLI" server --url "$URL" \
+    --scenario "$scenario" --force --spec-version "$LANE" --timeout "$TIMEOUT_MS" -o "$OUTDIR/raw" \
+    </dev/null >>"$OUTDIR/runner.log" 2>&1 || true
+done
 if ! kill -0 "$FIXTURE_PID" 2>/dev/null; then
   frc=0; wait "$FIXTURE_PID" || frc=$?
   echo "note: the fixture exited (status $frc) during the run; last lines of fixture.log:"

@@ -516,7 +516,9 @@ pub(crate) fn runtime(
             for r in resources() {
                 b = b.resource(r);
             }
-            b.resource_template(template()).build()
+            b.resource_template(template())
+                .skills(super::fixture_skills::skills()?)
+                .build()
         }
     }
 }

@@ -10,6 +10,7 @@ mod client;
 mod client_conformance;
 mod demo;
 mod fixture;
+mod fixture_skills;
 mod logs;
 mod oauth;
 mod task_store;

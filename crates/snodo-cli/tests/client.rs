@@ -85,7 +85,8 @@ fn list_methods_follow_every_page_over_stdio() {
     assert!(tools.len() > 20, "every page: {tools:?}");
     assert!(tools.contains(&"test_simple_text".to_owned()));
     let res = ok_json(&client(&["--stdio", &cmd, "resources/list"]));
-    assert_eq!(names(&res, "resources", "uri").len(), 3, "{res}");
+    // Three fixture resources and the three files of the fixture's skills.
+    assert_eq!(names(&res, "resources", "uri").len(), 6, "{res}");
     // An explicit cursor asks for that one page.
     let page = ok_json(&client(&["--stdio", &cmd, "tools/list", "{}"]));
     assert!(

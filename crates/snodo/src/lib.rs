@@ -48,6 +48,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod apps;
 mod engine;
 pub mod http;
 #[cfg(feature = "metrics")]
@@ -58,14 +59,16 @@ pub mod otlp;
 pub mod protocol;
 mod router;
 pub mod runtime;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub mod stdio;
 pub mod tasks;
 
 pub use engine::observe::REQUEST_TARGET;
 pub use engine::trace::{SPAN_TARGET, TraceContext};
 pub use model::{
-    CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult, ResourceContents,
-    ServerInfo, ToolResult,
+    Annotations, CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult,
+    ResourceContents, Role, ServerInfo, ToolAnnotations, ToolResult,
 };
 pub use protocol::{Dialect, RpcError};
 pub use runtime::authz::{Authorizer, Component, Refusal};
@@ -74,10 +77,24 @@ pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
 pub use runtime::input::{InputRequest, InputRequired};
 pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
-pub use runtime::prompt::{Prompt, PromptArguments};
-pub use runtime::resource::{ReadRequest, Resource, ResourceInfo, ResourceTemplate};
+pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArguments};
+pub use runtime::resource::{
+    IntoResourceContents, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
+};
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+
+/// `#[snodo::tool]`, `#[snodo::prompt]` and `#[snodo::resource]`: attribute macros that
+/// expand to the builder API (feature `macros`, on by default). See `docs/authoring.md`.
+#[cfg(feature = "macros")]
+pub use snodo_macros::{prompt, resource, tool};
+
+/// What the macros' expansions name (not a stable API).
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}
 
 /// Entry points for the fuzz targets in `fuzz/` (not a stable API).
 #[doc(hidden)]

@@ -25,3 +25,13 @@ mod march;
 
 #[path = "wire/tasks.rs"]
 mod tasks;
+
+#[path = "wire/annotations.rs"]
+mod annotations;
+
+#[cfg(feature = "skills")]
+#[path = "wire/skills.rs"]
+mod skills;
+
+#[path = "wire/apps.rs"]
+mod apps;

@@ -222,7 +222,9 @@ pub(crate) fn builder(
         .tool(index_tool)
         .resource(about)
         .resource_template(template)
-        .prompt(review))
+        .prompt(review)
+        // Every SKILL.md under the root, as `skill://` resources (Skills extension).
+        .skills_dir(dir))
 }
 
 #[cfg(test)]

@@ -4,22 +4,8 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::annotations::Annotations;
 use crate::protocol::json_text::write_str;
-
-/// Audience, priority and last-modified hints on a content block or resource.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Annotations {
-    /// Who the content is for: `"user"` and/or `"assistant"`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub audience: Vec<Role>,
-    /// Importance from 0 (least) to 1 (most).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub priority: Option<f64>,
-    /// ISO 8601 timestamp of the last modification.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_modified: Option<String>,
-}
 
 /// A conversation role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -73,6 +59,15 @@ impl ResourceContents {
     #[must_use]
     pub fn mime_type(mut self, mime: impl Into<String>) -> Self {
         self.mime_type = Some(mime.into());
+        self
+    }
+
+    /// Adds a `_meta` entry (2025-03-26 drops `_meta`).
+    #[must_use]
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
         self
     }
 
@@ -196,6 +191,33 @@ impl Content {
         Self::Resource {
             resource: contents,
             annotations: None,
+        }
+    }
+
+    /// Sets the block's audience, priority and last-modified hints (an empty set
+    /// removes them).
+    #[must_use]
+    pub fn with_annotations(mut self, hints: Annotations) -> Self {
+        let hints = (!hints.is_empty()).then_some(hints);
+        match &mut self {
+            Self::Text { annotations, .. }
+            | Self::Image { annotations, .. }
+            | Self::Audio { annotations, .. }
+            | Self::ResourceLink { annotations, .. }
+            | Self::Resource { annotations, .. } => *annotations = hints,
+        }
+        self
+    }
+
+    /// The block's hints, if any.
+    #[must_use]
+    pub fn annotations(&self) -> Option<&Annotations> {
+        match self {
+            Self::Text { annotations, .. }
+            | Self::Image { annotations, .. }
+            | Self::Audio { annotations, .. }
+            | Self::ResourceLink { annotations, .. }
+            | Self::Resource { annotations, .. } => annotations.as_ref(),
         }
     }
 }

@@ -105,6 +105,9 @@ pub struct Dialect {
     /// `server/discover`. Initialize-era revisions never offer it (their core tasks are
     /// not implemented).
     tasks: bool,
+    /// `capabilities.extensions` exists, so extensions (Skills) can be declared and
+    /// their methods served.
+    extensions: bool,
 }
 
 /// The 2026-07-28 revision: stateless, the default.
@@ -123,6 +126,7 @@ pub static V2026_07_28: Dialect = Dialect {
     version_header: true,
     batches: false,
     tasks: true,
+    extensions: true,
 };
 
 /// The 2025-11-25 revision (initialize era), opt-in.
@@ -141,6 +145,7 @@ pub static V2025_11_25: Dialect = Dialect {
     version_header: true,
     batches: false,
     tasks: false,
+    extensions: false,
 };
 
 /// The 2025-06-18 revision (initialize era), opt-in.
@@ -161,6 +166,7 @@ pub static V2025_06_18: Dialect = Dialect {
     version_header: true,
     batches: false,
     tasks: false,
+    extensions: false,
 };
 
 /// The 2025-03-26 revision (initialize era), opt-in: no `MCP-Protocol-Version` header
@@ -181,6 +187,7 @@ pub static V2025_03_26: Dialect = Dialect {
     version_header: false,
     batches: true,
     tasks: false,
+    extensions: false,
 };
 
 /// Every dialect this crate implements, newest first.
@@ -254,6 +261,12 @@ impl Dialect {
         self.version_header
     }
 
+    /// Whether capabilities may declare extensions (`capabilities.extensions`).
+    #[must_use]
+    pub fn has_extensions(&self) -> bool {
+        self.extensions
+    }
+
     /// Whether a body may be a JSON-RPC batch (an array of messages).
     #[must_use]
     pub fn accepts_batches(&self) -> bool {
@@ -283,6 +296,7 @@ impl Dialect {
             | M::Cancelled => true,
             M::Discover | M::SubscriptionsListen => self.era == Era::Stateless,
             M::TasksGet | M::TasksUpdate | M::TasksCancel => self.tasks,
+            M::SkillsList | M::SkillsGet | M::ResourcesDirectoryRead => self.extensions,
             M::Initialize | M::Ping | M::LoggingSetLevel | M::Initialized => {
                 self.era == Era::Initialize
             }
@@ -363,6 +377,23 @@ impl Dialect {
                 }
             }
         }
+    }
+
+    /// Shapes a tool definition: [`shape_component`](Self::shape_component), and where
+    /// the revision has no tool `title` (2025-03-26) the title moves into
+    /// `annotations.title`, which every revision has (unless one is set there already).
+    pub(crate) fn shape_tool(&self, def: &mut Map<String, Value>) {
+        if !self.titles {
+            if let Some(title) = def.remove("title") {
+                if let Value::Object(a) = def
+                    .entry("annotations")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    a.entry("title").or_insert(title);
+                }
+            }
+        }
+        self.shape_component(def);
     }
 
     /// Reshapes one content block of a result for this revision: drops the fields it

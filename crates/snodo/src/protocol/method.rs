@@ -44,6 +44,12 @@ pub enum Method {
     Initialized,
     /// `notifications/cancelled`.
     Cancelled,
+    /// `skills/list` (Skills extension).
+    SkillsList,
+    /// `skills/get` (Skills extension).
+    SkillsGet,
+    /// `resources/directory/read` (Skills extension).
+    ResourcesDirectoryRead,
     /// Any other name.
     Unknown,
 }
@@ -73,6 +79,9 @@ impl Method {
             "tasks/cancel" => Self::TasksCancel,
             "notifications/initialized" => Self::Initialized,
             "notifications/cancelled" => Self::Cancelled,
+            "skills/list" => Self::SkillsList,
+            "skills/get" => Self::SkillsGet,
+            "resources/directory/read" => Self::ResourcesDirectoryRead,
             _ => Self::Unknown,
         }
     }
@@ -102,6 +111,9 @@ impl Method {
             Self::TasksCancel => "tasks/cancel",
             Self::Initialized => "notifications/initialized",
             Self::Cancelled => "notifications/cancelled",
+            Self::SkillsList => "skills/list",
+            Self::SkillsGet => "skills/get",
+            Self::ResourcesDirectoryRead => "resources/directory/read",
             Self::Unknown => "unknown",
         }
     }
@@ -130,6 +142,9 @@ impl Method {
                 | Self::ResourcesList
                 | Self::ResourceTemplatesList
                 | Self::ResourcesRead
+                | Self::SkillsList
+                | Self::SkillsGet
+                | Self::ResourcesDirectoryRead
         )
     }
 }

@@ -107,7 +107,7 @@ impl Runtime {
             "protocolVersion".into(),
             Value::String(call.dialect.version().into()),
         );
-        out.insert("capabilities".into(), self.capabilities_for(call));
+        out.insert("capabilities".into(), self.answer_capabilities(call));
         out.insert("serverInfo".into(), view.server_info.clone());
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
@@ -115,16 +115,19 @@ impl Runtime {
         Ok(out)
     }
 
-    /// The `ServerCapabilities` a request is answered with: with the tasks extension
+    /// The `ServerCapabilities` a request is answered with: the runtime's (with the
+    /// extensions it declares, where the dialect has them), plus the tasks extension
     /// when the dialect offers it and a tool runs as a task.
-    fn capabilities_for(&self, call: &Call) -> Value {
-        let mut capabilities = self.inner.capabilities.to_json();
+    fn answer_capabilities(&self, call: &Call) -> Value {
+        let mut capabilities = self.capabilities_for(call.dialect);
         if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
             if let Value::Object(caps) = &mut capabilities {
-                caps.insert(
-                    "extensions".into(),
-                    serde_json::json!({ crate::tasks::TASKS_EXTENSION: {} }),
-                );
+                if let Value::Object(ext) = caps
+                    .entry("extensions")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    ext.insert(crate::tasks::TASKS_EXTENSION.into(), serde_json::json!({}));
+                }
             }
         }
         capabilities
@@ -143,7 +146,7 @@ impl Runtime {
                     .collect(),
             ),
         );
-        out.insert("capabilities".into(), self.capabilities_for(call));
+        out.insert("capabilities".into(), self.answer_capabilities(call));
         if let Some(i) = &self.inner.instructions {
             out.insert("instructions".into(), Value::String(i.clone()));
         }

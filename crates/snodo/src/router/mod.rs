@@ -9,6 +9,7 @@ mod lists;
 mod ops;
 mod result;
 mod rounds;
+mod skills;
 mod tasks;
 
 pub(crate) use result::{Envelopes, Member, ResultObject};
@@ -143,6 +144,7 @@ impl Runtime {
             M::ResourcesList | M::ResourceTemplatesList | M::ResourcesRead => caps.resources,
             M::CompletionComplete => caps.completions,
             M::LoggingSetLevel => caps.logging,
+            M::SkillsList | M::SkillsGet | M::ResourcesDirectoryRead => self.has_skills(),
             _ => true,
         };
         if !enabled {
@@ -160,6 +162,9 @@ impl Runtime {
             M::Ping => Ok(ResultObject::default()),
             M::LoggingSetLevel => ops::set_level(&call.params).map(Into::into),
             M::Discover => Ok(self.discover(&call).into()),
+            M::SkillsList | M::SkillsGet | M::ResourcesDirectoryRead => {
+                self.skills_method(&call, &ctx)
+            }
             M::ToolsList => self.list_tools(&call, &ctx),
             M::PromptsList => self.list_prompts(&call, &ctx),
             M::ResourcesList => self.list_resources(&call, ctx).await,

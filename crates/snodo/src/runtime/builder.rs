@@ -71,6 +71,9 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
+    /// The skills cannot be served.
+    #[error("invalid skills: {0}")]
+    InvalidSkills(String),
     /// A lock was poisoned by a panic during an earlier update.
     #[error("the runtime's catalogue lock was poisoned by an earlier panic")]
     Poisoned,
@@ -104,6 +107,17 @@ pub struct RuntimeBuilder {
     tasks: Option<crate::tasks::TaskOptions>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
+    #[cfg(feature = "skills")]
+    skills: Option<SkillsSource>,
+    /// Declared extensions (`capabilities.extensions`).
+    extensions: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where the skills come from.
+#[cfg(feature = "skills")]
+enum SkillsSource {
+    Value(crate::skills::Skills),
+    Dir(std::path::PathBuf),
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -136,7 +150,38 @@ impl RuntimeBuilder {
             tasks: None,
             #[cfg(feature = "metrics")]
             metrics: None,
+            #[cfg(feature = "skills")]
+            skills: None,
+            extensions: serde_json::Map::new(),
         }
+    }
+
+    /// Registers an app view (MCP Apps, [`crate::apps`]) as a resource and declares the
+    /// `io.modelcontextprotocol/ui` extension; link tools to it with
+    /// [`Tool::ui`](crate::Tool::ui).
+    pub fn app(mut self, view: crate::apps::AppView) -> Self {
+        self.extensions
+            .entry(crate::apps::EXTENSION_ID)
+            .or_insert_with(|| serde_json::json!({}));
+        self.resource(view.resource())
+    }
+
+    /// Serves `skills` (the Skills extension, feature `skills`): `skills/list`,
+    /// `skills/get`, `resources/directory/read`, and every skill file as a `skill://`
+    /// resource. Declared on the dialects that have `capabilities.extensions`
+    /// (2026-07-28).
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, skills: crate::skills::Skills) -> Self {
+        self.skills = Some(SkillsSource::Value(skills));
+        self
+    }
+
+    /// Serves every skill under `dir` (read at [`build`](Self::build); see
+    /// [`Skills::from_dir`](crate::skills::Skills::from_dir)).
+    #[cfg(feature = "skills")]
+    pub fn skills_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.skills = Some(SkillsSource::Dir(dir.into()));
+        self
     }
 
     /// Sets the display title.
@@ -309,7 +354,26 @@ impl RuntimeBuilder {
     }
 
     /// Validates everything and freezes the runtime.
-    pub fn build(self) -> Result<Runtime, BuildError> {
+    pub fn build(#[allow(unused_mut)] mut self) -> Result<Runtime, BuildError> {
+        #[allow(unused_mut)]
+        let mut extensions = std::mem::take(&mut self.extensions);
+        #[cfg(feature = "skills")]
+        let skills = match self.skills.take() {
+            None => None,
+            Some(source) => {
+                let skills = match source {
+                    SkillsSource::Value(s) => s,
+                    SkillsSource::Dir(d) => crate::skills::Skills::from_dir(d)
+                        .map_err(|e| BuildError::InvalidSkills(e.to_string()))?,
+                };
+                self.components.resources.extend(skills.resources());
+                extensions.insert(
+                    crate::skills::EXTENSION_ID.into(),
+                    serde_json::json!({"directoryRead": true}),
+                );
+                Some(Arc::new(skills))
+            }
+        };
         self.info
             .validate()
             .map_err(BuildError::InvalidServerInfo)?;
@@ -376,6 +440,9 @@ impl RuntimeBuilder {
                 tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default()),
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics,
+                extensions,
+                #[cfg(feature = "skills")]
+                skills,
             }),
         })
     }

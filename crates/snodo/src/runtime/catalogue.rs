@@ -152,8 +152,12 @@ impl Catalogue {
             if let Some(o) = tool.output_schema.take() {
                 def.insert("outputSchema".into(), o);
             }
-            if let Some(a) = tool.annotations.take() {
-                def.insert("annotations".into(), Value::Object(a));
+            let mut annotations = to_object(&tool.annotations);
+            if let Some(extra) = tool.extra_annotations.take() {
+                annotations.extend(extra);
+            }
+            if !annotations.is_empty() {
+                def.insert("annotations".into(), Value::Object(annotations));
             }
             if !tool.icons.is_empty() {
                 def.insert(

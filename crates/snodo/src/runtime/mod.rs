@@ -37,6 +37,21 @@ impl Runtime {
         self.inner.capabilities
     }
 
+    /// The `ServerCapabilities` object `dialect` sends: the capabilities, and the
+    /// declared extensions where the dialect has `capabilities.extensions`.
+    pub(crate) fn capabilities_for(&self, dialect: &Dialect) -> serde_json::Value {
+        let mut caps = self.inner.capabilities.to_json();
+        if dialect.has_extensions() && !self.inner.extensions.is_empty() {
+            if let serde_json::Value::Object(m) = &mut caps {
+                m.insert(
+                    "extensions".into(),
+                    serde_json::Value::Object(self.inner.extensions.clone()),
+                );
+            }
+        }
+        caps
+    }
+
     /// The log level for initialize-era requests before a client sets one.
     pub(crate) fn legacy_log_level(&self) -> Option<LogLevel> {
         self.inner.legacy_log_level
@@ -177,6 +192,12 @@ pub(crate) struct Inner {
     /// Where every transport counts its requests (feature `metrics`).
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::metrics::Metrics>,
+    /// Declared extensions: identifier → settings (`capabilities.extensions`, in the
+    /// dialects that have it).
+    pub(crate) extensions: serde_json::Map<String, serde_json::Value>,
+    /// The skills served (Skills extension, feature `skills`).
+    #[cfg(feature = "skills")]
+    pub(crate) skills: Option<Arc<crate::skills::Skills>>,
 }
 
 /// Cache hints per kind of cacheable result.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
 use super::error::HandlerError;
-use crate::model::{Icon, PromptResult};
+use crate::model::{Content, Icon, PromptMessage, PromptResult};
 use crate::protocol::RpcError;
 
 /// One declared prompt argument.
@@ -168,5 +168,43 @@ impl Prompt {
             .filter(|a| a.required && !args.contains_key(&a.name))
             .map(|a| a.name.as_str())
             .collect()
+    }
+}
+
+/// Anything a prompt handler written with `#[snodo::prompt]` may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a prompt result",
+    label = "a prompt returns PromptResult, Vec<PromptMessage>, String, or a Result of one"
+)]
+pub trait IntoPromptResult {
+    /// Converts into a result or an error.
+    fn into_prompt_result(self) -> Result<PromptResult, HandlerError>;
+}
+
+impl IntoPromptResult for PromptResult {
+    fn into_prompt_result(self) -> Result<PromptResult, HandlerError> {
+        Ok(self)
+    }
+}
+
+impl IntoPromptResult for Vec<PromptMessage> {
+    fn into_prompt_result(self) -> Result<PromptResult, HandlerError> {
+        Ok(PromptResult::new(self))
+    }
+}
+
+/// One user message with this text.
+impl IntoPromptResult for String {
+    fn into_prompt_result(self) -> Result<PromptResult, HandlerError> {
+        Ok(PromptResult::new(vec![PromptMessage::user(Content::text(
+            self,
+        ))]))
+    }
+}
+
+impl<T: IntoPromptResult, E: Into<HandlerError>> IntoPromptResult for Result<T, E> {
+    fn into_prompt_result(self) -> Result<PromptResult, HandlerError> {
+        self.map_err(Into::into)
+            .and_then(IntoPromptResult::into_prompt_result)
     }
 }

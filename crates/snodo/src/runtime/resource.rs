@@ -13,7 +13,7 @@ use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
 use super::error::HandlerError;
 use super::uri_template::UriTemplate;
-use crate::model::{Icon, ResourceContents};
+use crate::model::{Annotations, Icon, ResourceContents};
 use crate::protocol::RpcError;
 
 /// What a reader is asked for.
@@ -54,6 +54,8 @@ pub struct ResourceInfo {
     size: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     icons: Vec<Icon>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Annotations>,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     meta: Option<Map<String, Value>>,
 }
@@ -69,6 +71,7 @@ impl ResourceInfo {
             mime_type: None,
             size: None,
             icons: Vec::new(),
+            annotations: None,
             meta: None,
         }
     }
@@ -105,6 +108,22 @@ impl ResourceInfo {
     #[must_use]
     pub fn icon(mut self, icon: Icon) -> Self {
         self.icons.push(icon);
+        self
+    }
+
+    /// Sets the audience, priority and last-modified hints.
+    #[must_use]
+    pub fn annotations(mut self, hints: Annotations) -> Self {
+        self.annotations = (!hints.is_empty()).then_some(hints);
+        self
+    }
+
+    /// Adds a `_meta` entry.
+    #[must_use]
+    pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
         self
     }
 
@@ -175,6 +194,20 @@ impl Resource {
         self
     }
 
+    /// Sets the audience, priority and last-modified hints.
+    #[must_use]
+    pub fn annotations(mut self, hints: Annotations) -> Self {
+        self.info = self.info.annotations(hints);
+        self
+    }
+
+    /// Adds a `_meta` entry to the listed resource.
+    #[must_use]
+    pub fn meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.info = self.info.meta(key, value);
+        self
+    }
+
     /// Sets the reader.
     #[must_use]
     pub fn reader<F, Fut>(mut self, f: F) -> Self
@@ -218,6 +251,7 @@ pub struct ResourceTemplate {
     pub(crate) description: Option<String>,
     pub(crate) mime_type: Option<String>,
     pub(crate) icons: Vec<Icon>,
+    pub(crate) annotations: Option<Annotations>,
     pub(crate) reader: Option<Reader>,
     pub(crate) lister: Option<Lister>,
     pub(crate) completer: Option<Completer>,
@@ -245,6 +279,8 @@ pub(crate) struct TemplateInfo<'a> {
     mime_type: Option<&'a str>,
     #[serde(skip_serializing_if = "<[Icon]>::is_empty")]
     icons: &'a [Icon],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a Annotations>,
 }
 
 impl ResourceTemplate {
@@ -257,6 +293,7 @@ impl ResourceTemplate {
             description: None,
             mime_type: None,
             icons: Vec::new(),
+            annotations: None,
             reader: None,
             lister: None,
             completer: None,
@@ -281,6 +318,14 @@ impl ResourceTemplate {
     #[must_use]
     pub fn mime_type(mut self, m: impl Into<String>) -> Self {
         self.mime_type = Some(m.into());
+        self
+    }
+
+    /// Sets the audience, priority and last-modified hints of every resource it
+    /// addresses.
+    #[must_use]
+    pub fn annotations(mut self, hints: Annotations) -> Self {
+        self.annotations = (!hints.is_empty()).then_some(hints);
         self
     }
 
@@ -327,6 +372,7 @@ impl ResourceTemplate {
             description: self.description.as_deref(),
             mime_type: self.mime_type.as_deref(),
             icons: &self.icons,
+            annotations: self.annotations.as_ref(),
         }
     }
 }
@@ -336,4 +382,65 @@ impl ResourceTemplate {
 pub(crate) struct CompiledTemplate {
     pub(crate) template: ResourceTemplate,
     pub(crate) matcher: UriTemplate,
+}
+
+/// Anything a resource reader written with `#[snodo::resource]` may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not resource contents",
+    label = "a resource returns String, ResourceContents, Vec<ResourceContents>, or a Result of one"
+)]
+pub trait IntoResourceContents {
+    /// Converts into the contents read at `uri` (`mime_type`: the declared one, for
+    /// text given as a `String`).
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError>;
+}
+
+/// Text contents at the requested URI.
+impl IntoResourceContents for String {
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        let c = ResourceContents::text(uri, self);
+        Ok(vec![match mime_type {
+            Some(m) => c.mime_type(m),
+            None => c,
+        }])
+    }
+}
+
+impl IntoResourceContents for ResourceContents {
+    fn into_contents(
+        self,
+        _: &str,
+        _: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(vec![self])
+    }
+}
+
+impl IntoResourceContents for Vec<ResourceContents> {
+    fn into_contents(
+        self,
+        _: &str,
+        _: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoResourceContents, E: Into<HandlerError>> IntoResourceContents for Result<T, E> {
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        self.map_err(Into::into)
+            .and_then(|c| c.into_contents(uri, mime_type))
+    }
 }

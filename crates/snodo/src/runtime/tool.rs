@@ -15,7 +15,7 @@ use super::context::RequestContext;
 use super::error::HandlerError;
 use super::input::InputRequest;
 use super::policy::{Enforcer, Policy, RateLimit};
-use crate::model::{Icon, ToolResult};
+use crate::model::{Icon, ToolAnnotations, ToolResult};
 use crate::protocol::RpcError;
 use crate::tasks::TaskSupport;
 
@@ -24,6 +24,10 @@ use crate::tasks::TaskSupport;
 pub struct Json<T>(pub T);
 
 /// Anything a tool handler may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool result",
+    label = "a tool returns ToolResult, String, &'static str, Json<T>, or a Result of one"
+)]
 pub trait IntoToolResult {
     /// Converts into a result or an error.
     fn into_tool_result(self) -> Result<ToolResult, HandlerError>;
@@ -84,7 +88,9 @@ pub struct Tool {
     pub(crate) description: Option<String>,
     pub(crate) input_schema: Option<Value>,
     pub(crate) output_schema: Option<Value>,
-    pub(crate) annotations: Option<Map<String, Value>>,
+    pub(crate) annotations: ToolAnnotations,
+    /// Annotation members outside the standard set ([`Tool::annotation`]).
+    pub(crate) extra_annotations: Option<Map<String, Value>>,
     pub(crate) icons: Vec<Icon>,
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) handler: Option<ToolHandler>,
@@ -180,7 +186,8 @@ impl Tool {
             description: None,
             input_schema: None,
             output_schema: None,
-            annotations: None,
+            annotations: ToolAnnotations::default(),
+            extra_annotations: None,
             icons: Vec::new(),
             meta: None,
             handler: None,
@@ -262,19 +269,84 @@ impl Tool {
         self
     }
 
-    /// Sets a tool annotation hint such as `readOnlyHint`.
+    /// Replaces the tool's behaviour hints.
     #[must_use]
-    pub fn annotation(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.annotations
-            .get_or_insert_with(Map::new)
-            .insert(key.into(), value.into());
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
         self
     }
 
-    /// Marks the tool read-only (`readOnlyHint: true`).
+    /// Sets one annotation member by its wire name. The standard hints
+    /// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint` with a
+    /// boolean, `title` with a string) set the typed field; any other key is sent as
+    /// given (a vendor hint). Prefer the typed setters.
     #[must_use]
-    pub fn read_only(self) -> Self {
-        self.annotation("readOnlyHint", true)
+    pub fn annotation(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        let (key, value) = (key.into(), value.into());
+        let a = &mut self.annotations;
+        match (key.as_str(), &value) {
+            ("readOnlyHint", Value::Bool(b)) => a.read_only_hint = Some(*b),
+            ("destructiveHint", Value::Bool(b)) => a.destructive_hint = Some(*b),
+            ("idempotentHint", Value::Bool(b)) => a.idempotent_hint = Some(*b),
+            ("openWorldHint", Value::Bool(b)) => a.open_world_hint = Some(*b),
+            ("title", Value::String(t)) => a.title = Some(t.clone()),
+            _ => {
+                self.extra_annotations
+                    .get_or_insert_with(Map::new)
+                    .insert(key, value);
+            }
+        }
+        self
+    }
+
+    /// Marks the tool read-only (`readOnlyHint: true`): it changes nothing.
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        self.annotations.read_only_hint = Some(true);
+        self
+    }
+
+    /// Says whether the tool may destroy or overwrite (`destructiveHint`; clients
+    /// assume `true` when it is absent and the tool is not read-only).
+    #[must_use]
+    pub fn destructive(mut self, on: bool) -> Self {
+        self.annotations.destructive_hint = Some(on);
+        self
+    }
+
+    /// Says whether repeating a call has no further effect (`idempotentHint`).
+    #[must_use]
+    pub fn idempotent(mut self, on: bool) -> Self {
+        self.annotations.idempotent_hint = Some(on);
+        self
+    }
+
+    /// Says whether the tool reaches outside entities (`openWorldHint`; clients
+    /// assume `true` when it is absent).
+    #[must_use]
+    pub fn open_world(mut self, on: bool) -> Self {
+        self.annotations.open_world_hint = Some(on);
+        self
+    }
+
+    /// The tool's behaviour hints.
+    #[must_use]
+    pub fn tool_annotations(&self) -> &ToolAnnotations {
+        &self.annotations
+    }
+
+    /// Links the tool to an app view (MCP Apps, [`crate::apps`]): `_meta.ui.resourceUri`.
+    /// Register the view too ([`RuntimeBuilder::app`](crate::RuntimeBuilder::app)).
+    #[must_use]
+    pub fn ui(mut self, view: &crate::apps::AppView) -> Self {
+        let meta = self.meta.get_or_insert_with(Map::new);
+        let ui = meta
+            .entry("ui")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(ui) = ui {
+            ui.insert("resourceUri".into(), Value::String(view.uri().to_owned()));
+        }
+        self
     }
 
     /// Adds a `_meta` entry to the definition.

@@ -77,18 +77,25 @@ impl DialectView {
         mut server_info: Map<String, Value>,
         [tools, prompts, resources, templates]: [Vec<Map<String, Value>>; 4],
     ) -> Self {
-        let shaped = |items: Vec<Map<String, Value>>| -> Vec<Value> {
+        let shape_with = |items: Vec<Map<String, Value>>,
+                          shape: fn(&Dialect, &mut Map<String, Value>)|
+         -> Vec<Value> {
             items
                 .into_iter()
                 .map(|mut m| {
-                    dialect.shape_component(&mut m);
+                    shape(dialect, &mut m);
                     Value::Object(m)
                 })
                 .collect()
         };
+        let shaped = |items| shape_with(items, Dialect::shape_component);
         dialect.shape_implementation(&mut server_info);
         Self {
-            tools: Listing::new(shaped(tools), dialect, "tools/list"),
+            tools: Listing::new(
+                shape_with(tools, Dialect::shape_tool),
+                dialect,
+                "tools/list",
+            ),
             prompts: Listing::new(shaped(prompts), dialect, "prompts/list"),
             resources: Listing::new(shaped(resources), dialect, "resources/list"),
             templates: Listing::new(shaped(templates), dialect, "resources/templates/list"),

@@ -1,0 +1,11 @@
+struct Server;
+
+impl Server {
+    /// A method.
+    #[snodo::tool]
+    async fn echo(&self, text: String) -> String {
+        text
+    }
+}
+
+fn main() {}

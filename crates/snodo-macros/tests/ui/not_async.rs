@@ -1,0 +1,7 @@
+/// Not async.
+#[snodo::tool]
+fn echo(text: String) -> String {
+    text
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+/// Destructures without #[args].
+#[snodo::tool]
+async fn add((a, b): (i64, i64)) -> String {
+    (a + b).to_string()
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+/// Prompt arguments are strings.
+#[snodo::prompt]
+async fn review(
+    /// How many lines.
+    lines: u32,
+) -> String {
+    lines.to_string()
+}
+
+fn main() {}

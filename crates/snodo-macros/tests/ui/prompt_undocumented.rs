@@ -1,0 +1,7 @@
+/// An undocumented argument.
+#[snodo::prompt]
+async fn review(code: String) -> String {
+    code
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+/// No URI.
+#[snodo::resource(name = "file")]
+async fn file() -> String {
+    String::new()
+}
+
+fn main() {}

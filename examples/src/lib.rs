@@ -1,0 +1,9 @@
+//! One small server, written twice: [`builder`] with snodo's builder and closures,
+//! [`macros`] with `#[snodo::tool]`. Both publish the same `tools/list` (the test in
+//! `tests/same.rs` proves it) and answer the same calls.
+//!
+//! Run either: `cargo run -p snodo-examples --bin builder` or `--bin macros`, then
+//! point a client at `http://127.0.0.1:8080/mcp`.
+
+pub mod builder;
+pub mod macros;
