@@ -27,7 +27,11 @@ REQUEST_TIMEOUT = 20.0
 CLIENT_INFO = {"name": "snodo-scale-test", "version": "1.0.0"}
 
 # What the fixture serves (crates/snodo-cli/src/fixture.rs).
-FIXTURE_RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource"}
+# The conformance fixture's resources, and the files of the skills it serves (SEP-2640:
+# readable as resources in every revision).
+FIXTURE_RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource",
+                     "skill://pdf-processing/SKILL.md", "skill://pdf-processing/references/FORMS.md",
+                     "skill://acme/code-review/SKILL.md"}
 FIXTURE_TEMPLATES = {"test://template/{id}/data"}
 FIXTURE_PROMPTS = {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource"}
 FIXTURE_TOOLS = {"test_simple_text", "test_tool_with_progress", "test_input_required_result_multi_round", "echo"}
