@@ -26,7 +26,7 @@ esac
 
 # shellcheck source=lib/runner.sh
 source "$DIR/lib/runner.sh"
-BIN="${SNODO_BIN:-$ROOT/target/debug/snodo}"
+BIN="${SNODO_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/snodo}"
 BASELINE="$DIR/expected-failures/client-$LANE.yml"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
 RUNNER_LIMIT_S="${CONFORMANCE_RUNNER_LIMIT_S:-600}"

@@ -37,7 +37,7 @@ esac
 
 # shellcheck source=lib/runner.sh
 source "$DIR/lib/runner.sh"
-BIN="${SNODO_BIN:-$ROOT/target/debug/snodo}"
+BIN="${SNODO_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/snodo}"
 BASELINE="$DIR/expected-failures/$LANE.yml"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
 WAIT_S="${CONFORMANCE_WAIT_S:-30}"

@@ -11,7 +11,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
-SNODO_BIN="${SNODO_BIN:-$REPO/target/debug/snodo}"
+SNODO_BIN="${SNODO_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/snodo}"
 NODE="${NODE:-node}"
 VERSIONS=(2026-07-28 2025-11-25 2025-06-18)
 

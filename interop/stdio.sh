@@ -13,7 +13,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
-SNODO_BIN="${SNODO_BIN:-$REPO/target/debug/snodo}"
+SNODO_BIN="${SNODO_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/snodo}"
 NODE="${NODE:-node}"
 PYTHON="${PYTHON:-python3}"
 MCP_PY_VERSION=2.3.0

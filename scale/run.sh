@@ -21,7 +21,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-SNODO=${SNODO:-$ROOT/target/debug/snodo}
+SNODO=${SNODO:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/snodo}
 INSTANCES=${SCALE_INSTANCES:-3}
 PAGE_SIZE=${SCALE_PAGE_SIZE:-2}
 CLIENT_TIMEOUT=${SCALE_CLIENT_TIMEOUT:-240}

@@ -16,7 +16,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-SNODO=${SNODO:-$ROOT/target/debug/snodo}
+SNODO=${SNODO:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/snodo}
 LEASE=${TASKS_LEASE:-3}
 SWEEP=${TASKS_SWEEP:-1}
 INSTANCES=3

@@ -10,7 +10,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-SNODO_BIN="${SNODO_BIN:-$REPO/target/debug/snodo}"
+SNODO_BIN="${SNODO_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/snodo}"
 PYTHON="${PYTHON:-python3}"
 PROMETHEUS="${PROMETHEUS:-prometheus}"
 

@@ -26,8 +26,11 @@ fn stdio_logs_go_to_stderr_as_json() {
         "name":"search","arguments":{"query":"needle"},
         "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
                  "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let mut by_name = request.clone();
+    by_name["id"] = json!("x y");
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{request}").unwrap();
+    writeln!(stdin, "{by_name}").unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -39,8 +42,8 @@ fn stdio_logs_go_to_stderr_as_json() {
             serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout not JSON-RPC ({e}): {l}"))
         })
         .collect();
-    assert_eq!(answers.len(), 1, "{stdout}");
-    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(answers.len(), 2, "{stdout}");
+    assert!(answers.iter().any(|a| a["id"] == 1), "{stdout}");
 
     let stderr = String::from_utf8(out.stderr).unwrap();
     let events: Vec<Value> = stderr
@@ -48,8 +51,13 @@ fn stdio_logs_go_to_stderr_as_json() {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["target"] == "snodo::request")
         .collect();
-    assert_eq!(events.len(), 1, "{stderr}");
-    let e = &events[0];
+    assert_eq!(events.len(), 2, "{stderr}");
+    // The id keeps the type the client sent (the two calls may end in either order).
+    let mut ids: Vec<String> = events.iter().map(|e| e["id"].to_string()).collect();
+    ids.sort();
+    assert_eq!(ids, [r#""x y""#, "1"], "{stderr}");
+    let e = events.iter().find(|e| e["id"] == 1).unwrap();
+    assert_eq!(e["message"], "request");
     assert_eq!(e["level"], "INFO");
     assert_eq!(e["transport"], "stdio");
     assert_eq!(e["method"], "tools/call");

@@ -65,6 +65,7 @@ pub mod stdio;
 pub mod tasks;
 
 pub use engine::observe::REQUEST_TARGET;
+pub use engine::summary::{FieldValue, RequestSummary};
 pub use engine::trace::{SPAN_TARGET, TraceContext};
 pub use model::{
     Annotations, CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult,

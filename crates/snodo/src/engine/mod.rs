@@ -17,6 +17,7 @@ mod gate;
 mod inflight;
 mod listen;
 pub(crate) mod observe;
+pub(crate) mod summary;
 pub(crate) mod trace;
 
 use std::sync::Arc;

@@ -14,6 +14,7 @@
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::summary::RequestSummary;
 use crate::protocol::{Method, RequestId, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
@@ -251,12 +252,14 @@ impl Record {
         self.principal = principal.cloned();
         if let Some(field) = call.method.name_field() {
             if let Some(name) = call.params.get(field).and_then(Value::as_str) {
-                self.known_name = match call.method {
-                    Method::ToolsCall => call.catalogue.tool(name).is_some(),
-                    Method::PromptsGet => call.catalogue.prompt(name).is_some(),
-                    Method::ResourcesRead => call.catalogue.resource(name).is_some(),
-                    _ => false,
-                };
+                // Only metric labels need to know (a catalogue lookup per request).
+                self.known_name = self.observe.metrics_on()
+                    && match call.method {
+                        Method::ToolsCall => call.catalogue.tool(name).is_some(),
+                        Method::PromptsGet => call.catalogue.prompt(name).is_some(),
+                        Method::ResourcesRead => call.catalogue.resource(name).is_some(),
+                        _ => false,
+                    };
                 self.name = Some(truncate(name).into());
             }
         }
@@ -294,14 +297,6 @@ impl Record {
             self.outcome = Outcome::Refused;
         }
     }
-
-    fn method_str(&self) -> &str {
-        match (&self.method_name, self.method) {
-            (Some(name), _) => name,
-            (None, Some(m)) => m.as_str(),
-            (None, None) => "-",
-        }
-    }
 }
 
 impl Drop for Record {
@@ -311,25 +306,55 @@ impl Drop for Record {
         if let Some(m) = &self.observe.metrics {
             m.observe(self, elapsed);
         }
-        if self.log {
+        if !self.log {
+            return;
+        }
+        let summary = RequestSummary {
+            transport: self.transport.as_str(),
+            method: self.method,
+            method_name: self.method_name.take(),
+            name: self.name.take(),
+            dialect: self.dialect,
+            principal: self.principal.take(),
+            id: self.id.take(),
+            outcome: self.outcome.as_str(),
+            code: self.code,
+            status: self.status,
+            limit: self.limit,
+            duration_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            bytes_in: self.bytes_in as u64,
+            bytes_out: self.bytes_out as u64,
+        };
+        summary.lend(|s| {
+            // The id is one field, `id`, with the type the client sent: a number as a
+            // number, a string as a string (two declarations of the same name, one of
+            // them empty; both are cheaper to record than a `Display` value). The
+            // message is a plain string field for the same reason (`format_args!` goes
+            // through `fmt`). The order is `RequestSummary::for_each_field`'s.
+            let (id_number, id_string) = match &s.id {
+                Some(RequestId::Number(n)) => (Some(*n), None),
+                Some(RequestId::String(s)) => (None, Some(&**s)),
+                None => (None, None),
+            };
             tracing::info!(
                 target: REQUEST_TARGET,
-                transport = self.transport.as_str(),
-                method = self.method_str(),
-                name = self.name.as_deref(),
-                dialect = self.dialect,
-                principal = self.principal.as_ref().map(Principal::id),
-                id = self.id.as_ref().map(tracing::field::display),
-                outcome = self.outcome.as_str(),
-                code = self.code,
-                status = self.status,
-                limit = self.limit,
-                duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
-                bytes_in = self.bytes_in,
-                bytes_out = self.bytes_out,
-                "request"
+                message = "request",
+                transport = s.transport,
+                method = s.method_str(),
+                name = s.name.as_deref(),
+                dialect = s.dialect,
+                principal = s.principal.as_ref().map(Principal::id),
+                id = id_number,
+                id = id_string,
+                outcome = s.outcome,
+                code = s.code,
+                status = s.status,
+                limit = s.limit,
+                duration_us = s.duration_us,
+                bytes_in = s.bytes_in,
+                bytes_out = s.bytes_out,
             );
-        }
+        });
     }
 }
 

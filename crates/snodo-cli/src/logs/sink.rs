@@ -1,0 +1,227 @@
+//! The log writer: lines are appended to one shared buffer and a thread of its own
+//! writes them to stderr in batches.
+//!
+//! A request's line costs the request one uncontended lock and one copy into the
+//! buffer; no allocation, no channel message and, under load, no system call: the
+//! writer wakes at most once per [`BATCH_INTERVAL`] while lines keep coming and is only
+//! woken by a request when it has gone idle. When stderr stops draining (a client that
+//! pipes it and never reads) the buffer stops at [`MAX_PENDING`] bytes and further lines
+//! are dropped (and counted in a line of their own once writing resumes): logs never
+//! stall the protocol.
+
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Bytes of lines waiting to be written before new lines are dropped.
+const MAX_PENDING: usize = 1024 * 1024;
+
+/// After writing a batch the writer waits this long for more before it goes idle.
+const BATCH_INTERVAL: Duration = Duration::from_millis(10);
+
+/// A buffer that grew past this in a burst is not kept once written.
+const KEEP_CAPACITY: usize = 64 * 1024;
+
+/// Where the lines go, and the writer thread that drains them.
+pub(crate) struct Sink {
+    shared: Arc<Shared>,
+}
+
+/// Stops the writer thread when dropped, after it wrote what was queued.
+pub(crate) struct SinkGuard {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    pending: Vec<u8>,
+    dropped: u64,
+    /// The writer is waiting to be woken (no deadline).
+    idle: bool,
+    closed: bool,
+}
+
+impl Sink {
+    /// A sink writing to `out` from a new thread.
+    pub(crate) fn spawn<W: Write + Send + 'static>(out: W) -> std::io::Result<(Sink, SinkGuard)> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+        });
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("snodo-logs".into())
+                .spawn(move || shared.drain(out))?
+        };
+        let guard = SinkGuard {
+            shared: Arc::clone(&shared),
+            thread: Some(thread),
+        };
+        Ok((Sink { shared }, guard))
+    }
+
+    /// Queues one line (with its newline), or drops it when the queue is full.
+    pub(crate) fn push(&self, line: &[u8]) {
+        let mut state = self.shared.lock();
+        if state.pending.len() + line.len() > MAX_PENDING {
+            state.dropped += 1;
+            return;
+        }
+        state.pending.extend_from_slice(line);
+        if state.idle {
+            state.idle = false;
+            drop(state);
+            self.shared.wake.notify_one();
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves a buffer of whole lines: keep using it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The writer thread: takes what is pending, writes it, waits for more.
+    fn drain<W: Write>(&self, mut out: W) {
+        let mut batch = Vec::new();
+        loop {
+            let mut state = self.lock();
+            if state.pending.is_empty() && !state.closed {
+                // Nothing came during the last interval: sleep until a line does.
+                state.idle = true;
+                while state.idle && !state.closed {
+                    state = self
+                        .wake
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+            let closed = state.closed;
+            std::mem::swap(&mut state.pending, &mut batch);
+            let dropped = std::mem::take(&mut state.dropped);
+            drop(state);
+            // stderr may be closed or full: nothing to do about it but keep going.
+            let _ = out.write_all(&batch);
+            if dropped > 0 {
+                let _ = writeln!(
+                    out,
+                    "snodo: {dropped} log line(s) dropped (stderr was not drained)"
+                );
+            }
+            let _ = out.flush();
+            batch.clear();
+            if batch.capacity() > KEEP_CAPACITY {
+                batch = Vec::new();
+            }
+            if closed {
+                return;
+            }
+            std::thread::sleep(BATCH_INTERVAL);
+        }
+    }
+}
+
+impl Drop for SinkGuard {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects what the writer writes; `block` holds it inside `write` (a stderr that
+    /// nobody reads).
+    #[derive(Clone, Default)]
+    struct Out {
+        bytes: Arc<Mutex<Vec<u8>>>,
+        block: Arc<Mutex<()>>,
+    }
+
+    impl Write for Out {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _held = self.block.lock().unwrap_or_else(PoisonError::into_inner);
+            self.bytes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn text(out: &Out) -> String {
+        String::from_utf8_lossy(&out.bytes.lock().unwrap_or_else(PoisonError::into_inner)).into()
+    }
+
+    #[test]
+    fn lines_are_written_in_order_and_flushed_at_drop() {
+        let out = Out::default();
+        let (sink, guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..1000 {
+            sink.push(format!("line {i}\n").as_bytes());
+            if i % 100 == 0 {
+                std::thread::sleep(Duration::from_millis(15)); // let the writer go idle
+            }
+        }
+        drop(guard);
+        let want: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(text(&out), want);
+    }
+
+    #[test]
+    fn an_idle_writer_is_woken_by_a_line() {
+        let out = Out::default();
+        let (sink, _guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(50));
+        sink.push(b"late\n");
+        for _ in 0..200 {
+            if text(&out) == "late\n" {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("the line was not written within 1 s: {:?}", text(&out));
+    }
+
+    #[test]
+    fn a_stalled_stderr_drops_lines_beyond_the_bound_and_says_so() {
+        let out = Out::default();
+        let held = out.block.lock().unwrap_or_else(PoisonError::into_inner);
+        let (sink, guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
+        sink.push(b"first\n");
+        std::thread::sleep(Duration::from_millis(30)); // the writer is now stuck in write
+        let line = [b'x'; 1023];
+        let mut line = line.to_vec();
+        line.push(b'\n');
+        for _ in 0..2000 {
+            sink.push(&line); // 2000 KiB offered, 1 MiB kept
+        }
+        drop(held);
+        drop(guard);
+        let text = text(&out);
+        let kept = text.lines().filter(|l| l.starts_with('x')).count();
+        assert_eq!(kept, MAX_PENDING / 1024, "{}", text.len());
+        assert!(
+            text.contains(&format!("snodo: {} log line(s) dropped", 2000 - kept)),
+            "{}",
+            &text[text.len().saturating_sub(200)..]
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! The typed view of a request event, for `tracing` layers that format request lines
+//! without visiting the event's fields one by one.
+//!
+//! While a `snodo::request` event is dispatched, [`RequestSummary::with_current`] lends
+//! the layers the same facts the event's fields carry, in the same order, as plain
+//! values. Visiting fields goes through `dyn Visit` calls per field; a log formatter
+//! that reads the summary instead writes the same line for less (issue 19: the request
+//! log is on every request). Any other subscriber sees an ordinary event.
+
+use std::cell::RefCell;
+
+use crate::protocol::{Method, RequestId};
+use crate::runtime::context::Principal;
+
+thread_local! {
+    static CURRENT: RefCell<Option<RequestSummary>> = const { RefCell::new(None) };
+}
+
+/// One value of a request event's field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FieldValue<'a> {
+    /// Text (`message`, `transport`, `method`, `name`, `dialect`, `principal`, a string
+    /// `id`, `outcome`, `limit`).
+    Str(&'a str),
+    /// A signed integer (`code`, a numeric `id`).
+    I64(i64),
+    /// An unsigned integer (`status`, `duration_us`, `bytes_in`, `bytes_out`).
+    U64(u64),
+}
+
+/// What one `snodo::request` event says, as typed values.
+#[derive(Debug, Default)]
+pub struct RequestSummary {
+    pub(crate) transport: &'static str,
+    pub(crate) method: Option<Method>,
+    pub(crate) method_name: Option<Box<str>>,
+    pub(crate) name: Option<Box<str>>,
+    pub(crate) dialect: Option<&'static str>,
+    pub(crate) principal: Option<Principal>,
+    pub(crate) id: Option<RequestId>,
+    pub(crate) outcome: &'static str,
+    pub(crate) code: Option<i64>,
+    pub(crate) status: Option<u16>,
+    pub(crate) limit: Option<&'static str>,
+    pub(crate) duration_us: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: u64,
+}
+
+impl RequestSummary {
+    /// Calls `f` with the summary of the request event being dispatched on this thread,
+    /// if there is one (only from a layer's or subscriber's `on_event` for an event of
+    /// target [`REQUEST_TARGET`](crate::REQUEST_TARGET)).
+    ///
+    /// ```
+    /// // Outside a request event there is none.
+    /// assert!(snodo::RequestSummary::with_current(|_| ()).is_none());
+    /// ```
+    pub fn with_current<R>(f: impl FnOnce(&RequestSummary) -> R) -> Option<R> {
+        CURRENT.with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(f)))
+    }
+
+    /// The event's fields in the order the event declares them, the absent ones left
+    /// out: `message`, `transport`, `method`, `name`, `dialect`, `principal`, `id`,
+    /// `outcome`, `code`, `status`, `limit`, `duration_us`, `bytes_in`, `bytes_out`.
+    pub fn for_each_field(&self, mut f: impl FnMut(&'static str, FieldValue<'_>)) {
+        use FieldValue::{I64, Str, U64};
+        f("message", Str("request"));
+        f("transport", Str(self.transport));
+        f("method", Str(self.method_str()));
+        if let Some(name) = &self.name {
+            f("name", Str(name));
+        }
+        if let Some(dialect) = self.dialect {
+            f("dialect", Str(dialect));
+        }
+        if let Some(p) = &self.principal {
+            f("principal", Str(p.id()));
+        }
+        match &self.id {
+            Some(RequestId::Number(n)) => f("id", I64(*n)),
+            Some(RequestId::String(s)) => f("id", Str(s)),
+            None => {}
+        }
+        f("outcome", Str(self.outcome));
+        if let Some(code) = self.code {
+            f("code", I64(code));
+        }
+        if let Some(status) = self.status {
+            f("status", U64(u64::from(status)));
+        }
+        if let Some(limit) = self.limit {
+            f("limit", Str(limit));
+        }
+        f("duration_us", U64(self.duration_us));
+        f("bytes_in", U64(self.bytes_in));
+        f("bytes_out", U64(self.bytes_out));
+    }
+
+    /// The method as sent (`-` when the message had none).
+    pub(crate) fn method_str(&self) -> &str {
+        match (&self.method_name, self.method) {
+            (Some(name), _) => name,
+            (None, Some(m)) => m.as_str(),
+            (None, None) => "-",
+        }
+    }
+
+    /// Lends this summary to the layers while `emit` dispatches the event (which reads
+    /// its fields from the summary it is handed).
+    pub(crate) fn lend(self, emit: impl FnOnce(&RequestSummary)) {
+        CURRENT.with(|c| {
+            let Ok(mut slot) = c.try_borrow_mut() else {
+                // Only while a layer handles a request event can the slot be borrowed;
+                // records are not dropped there.
+                emit(&self);
+                return;
+            };
+            *slot = Some(self);
+            drop(slot);
+            if let Ok(slot) = c.try_borrow() {
+                if let Some(s) = slot.as_ref() {
+                    emit(s);
+                }
+            }
+            if let Ok(mut slot) = c.try_borrow_mut() {
+                slot.take();
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+
+    use super::*;
+    use crate::engine::observe::{Observe, Outcome, Transport};
+
+    type Seen = Arc<Mutex<Vec<(Vec<String>, Option<Vec<String>>)>>>;
+
+    /// Keeps, per request event, its fields as visited and as the summary lists them.
+    struct Both(Seen);
+
+    struct Visited(Vec<String>);
+
+    impl Visit for Visited {
+        fn record_str(&mut self, f: &Field, v: &str) {
+            self.0
+                .push(format!("{}={:?}", f.name(), FieldValue::Str(v)));
+        }
+        fn record_i64(&mut self, f: &Field, v: i64) {
+            self.0
+                .push(format!("{}={:?}", f.name(), FieldValue::I64(v)));
+        }
+        fn record_u64(&mut self, f: &Field, v: u64) {
+            self.0
+                .push(format!("{}={:?}", f.name(), FieldValue::U64(v)));
+        }
+        fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
+            self.0.push(format!("{}=Debug({v:?})", f.name()));
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Both {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            let mut visited = Visited(Vec::new());
+            event.record(&mut visited);
+            let listed = RequestSummary::with_current(|s| {
+                let mut v = Vec::new();
+                s.for_each_field(|name, value| v.push(format!("{name}={value:?}")));
+                v
+            });
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push((visited.0, listed));
+            }
+        }
+    }
+
+    /// The summary lists exactly the fields the event carries, in the same order and
+    /// with the same types, so a formatter reading it writes the same line.
+    #[test]
+    fn the_summary_says_what_the_event_says() {
+        let seen = Seen::default();
+        let subscriber = tracing_subscriber::registry().with(Both(Arc::clone(&seen)));
+        tracing::subscriber::with_default(subscriber, || {
+            let observe = Observe::default();
+            let mut r = observe
+                .begin(Transport::Http, 10)
+                .unwrap_or_else(|| panic!("no record"));
+            r.method_name("tools/call");
+            r.name = Some("say \"hi\"".into());
+            r.dialect = Some("2026-07-28");
+            r.id = Some(RequestId::Number(7));
+            r.status = Some(200);
+            drop(r);
+            let mut r = observe
+                .begin(Transport::Stdio, 3)
+                .unwrap_or_else(|| panic!("no record"));
+            r.method_name("no/such");
+            r.id = Some(RequestId::String("a b".into()));
+            r.outcome = Outcome::Refused;
+            r.code = Some(-32601);
+            r.limit = Some("rate");
+            r.add_bytes_out(5);
+            drop(r);
+        });
+        let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        assert_eq!(seen.len(), 2);
+        for (visited, listed) in &seen {
+            let listed = listed.as_ref().unwrap_or_else(|| panic!("no summary lent"));
+            // The duration differs by nothing: both read the same summary.
+            assert_eq!(visited, listed);
+        }
+        assert!(
+            seen[0].0.contains(&"id=I64(7)".to_string()),
+            "{:?}",
+            seen[0].0
+        );
+        assert!(
+            seen[1].0.contains(&r#"id=Str("a b")"#.to_string()),
+            "{:?}",
+            seen[1].0
+        );
+        assert!(seen[1].0.contains(&r#"method=Str("no/such")"#.to_string()));
+        // Outside the event, nothing is lent.
+        assert!(RequestSummary::with_current(|_| ()).is_none());
+    }
+}
