@@ -30,6 +30,19 @@ impl HandlerError {
     }
 }
 
+impl HandlerError {
+    /// The JSON-RPC error a handler kind without an in-band error (completers,
+    /// listers, task results) answers.
+    pub(crate) fn into_rpc_error(self) -> RpcError {
+        match self {
+            Self::Protocol(e) => e,
+            Self::Failed(m) => RpcError::internal(m),
+            Self::NotFound => RpcError::invalid_params("Not found"),
+            Self::InputRequired(_) => RpcError::internal("The handler needed more input"),
+        }
+    }
+}
+
 impl fmt::Display for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
