@@ -104,6 +104,16 @@ pub use runtime::{BuildError, DEFAULT_PAGE_SIZE, Runtime, RuntimeBuilder};
 #[cfg(feature = "macros")]
 pub use snodo_macros::{prompt, resource, tool};
 
+/// The Rust snippets of `README.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeSnippets;
+
+/// The Rust snippets of `docs/authoring.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/authoring.md")]
+struct AuthoringSnippets;
+
 /// What the macros' expansions name (not a stable API).
 #[doc(hidden)]
 pub mod __private {
