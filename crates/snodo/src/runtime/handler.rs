@@ -35,8 +35,22 @@ use super::context::RequestContext;
 pub struct State<S>(pub S);
 
 /// An async function that handles one kind of request: `In` is what it receives (a
-/// tool's arguments), `M` a marker that tells the supported forms apart (see the
-/// [module docs](self); callers never name it).
+/// tool's arguments), `M` a marker that tells the supported forms apart (callers never
+/// name it).
+///
+/// Like axum's handlers, the forms are impls over closures and `async fn`s:
+///
+/// | form | marker `M` |
+/// |---|---|
+/// | `async fn(A)` | `(A,)` |
+/// | `async fn(A, RequestContext)` | `(A, RequestContext)` |
+/// | `async fn(State<S>, A)` | `(State<S>, A)` |
+/// | `async fn(State<S>, A, RequestContext)` | `(State<S>, A, RequestContext)` |
+///
+/// A closure that uses its context annotates it (`ctx: RequestContext`): the form is
+/// chosen by the parameter types. State is registered with
+/// [`RuntimeBuilder::with_state`](crate::RuntimeBuilder::with_state) and checked when
+/// the runtime is built ([`BuildError::MissingState`](crate::BuildError::MissingState)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler taking `{In}`",
     label = "a handler is an async fn (or closure) of (args), (args, RequestContext), (State<S>, args) or (State<S>, args, RequestContext)",

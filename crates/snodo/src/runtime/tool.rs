@@ -232,21 +232,21 @@ impl Tool {
     }
 
     /// Stops a call that runs longer than `timeout` (the handler is dropped) and
-    /// answers it with a tool error ([`policy`](crate::runtime::policy)).
+    /// answers it with a tool error (details in `_meta[`[`LIMIT_META_KEY`](crate::LIMIT_META_KEY)`]`).
     #[must_use]
     pub fn timeout(self, timeout: Duration) -> Self {
         self.with_policy(|p| p.timeout = Some(timeout))
     }
 
     /// Runs at most `n` calls at once; a call beyond that is answered at once with a
-    /// tool error ([`policy`](crate::runtime::policy)).
+    /// tool error (details in `_meta[`[`LIMIT_META_KEY`](crate::LIMIT_META_KEY)`]`).
     #[must_use]
     pub fn max_concurrent(self, n: usize) -> Self {
         self.with_policy(|p| p.max_concurrent = Some(n.max(1)))
     }
 
     /// Limits each principal's calls; a call over budget is answered with a tool error
-    /// that says when to retry ([`policy`](crate::runtime::policy)).
+    /// that says when to retry (details in `_meta[`[`LIMIT_META_KEY`](crate::LIMIT_META_KEY)`]`).
     #[must_use]
     pub fn rate_limit(self, limit: RateLimit) -> Self {
         self.with_policy(|p| p.rate = Some(limit))
