@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use snodo::{BuildError, Json, NoArguments, Runtime, Tool};
+use snodo::{BuildError, Json, NoArguments, RequestContext, Runtime, Tool};
 
 /// A sum.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -59,7 +59,7 @@ pub fn runtime() -> Result<Runtime, BuildError> {
                 .idempotent(true)
                 .open_world(false)
                 .output::<Sum>()
-                .handler(|a: AddArgs, _ctx| async move { Json(Sum { sum: a.a + a.b }) }),
+                .handler(|a: AddArgs| async move { Json(Sum { sum: a.a + a.b }) }),
         )
         .tool(
             Tool::new("echo")
@@ -67,7 +67,7 @@ pub fn runtime() -> Result<Runtime, BuildError> {
                 .title("Echo")
                 .read_only()
                 .open_world(false)
-                .handler(|a: EchoArgs, _ctx| async move { a.text }),
+                .handler(|a: EchoArgs| async move { a.text }),
         )
         .tool(
             Tool::new("word_count")
@@ -76,7 +76,7 @@ pub fn runtime() -> Result<Runtime, BuildError> {
                 .read_only()
                 .open_world(false)
                 .output::<Counts>()
-                .handler(|a: CountArgs, _ctx| async move {
+                .handler(|a: CountArgs| async move {
                     let (words, chars) =
                         (a.text.split_whitespace().count(), a.text.chars().count());
                     Json(Counts { words, chars })
@@ -88,7 +88,7 @@ pub fn runtime() -> Result<Runtime, BuildError> {
                 .title("Repeat")
                 .read_only()
                 .open_world(false)
-                .handler(|a: RepeatArgs, _ctx| async move {
+                .handler(|a: RepeatArgs| async move {
                     a.text.repeat(usize::from(a.times.unwrap_or(2)))
                 }),
         )
@@ -98,7 +98,7 @@ pub fn runtime() -> Result<Runtime, BuildError> {
                 .title("Who am I")
                 .read_only()
                 .open_world(false)
-                .handler(|_: NoArguments, ctx| async move {
+                .handler(|_: NoArguments, ctx: RequestContext| async move {
                     ctx.principal()
                         .map_or_else(|| "anonymous".to_owned(), |p| p.id().to_owned())
                 }),

@@ -18,7 +18,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use snodo::http::{HttpConfig, McpService};
-use snodo::protocol::jsonrpc::{Incoming, RequestId};
+use snodo::fuzzing::Incoming;
+use snodo::protocol::RequestId;
 use snodo::protocol::{V2025_06_18, V2025_11_25, V2026_07_28};
 use snodo::{Runtime, Tool, ToolResult};
 
@@ -127,7 +128,7 @@ pub fn decode_message(data: &[u8]) {
 fn check_id(id: &RequestId) {
     if let RequestId::String(s) = id {
         assert!(
-            s.len() <= snodo::protocol::jsonrpc::MAX_STRING_ID_LEN,
+            s.len() <= snodo::fuzzing::MAX_STRING_ID_LEN,
             "string id of {} bytes accepted",
             s.len()
         );
@@ -224,7 +225,7 @@ fn harness() -> &'static Harness {
             .tool(
                 Tool::new("echo")
                     .description("Echoes text")
-                    .handler(|a: EchoArgs, _ctx| async move { ToolResult::text(a.text) }),
+                    .handler(|a: EchoArgs| async move { ToolResult::text(a.text) }),
             )
             .build()
             .unwrap_or_else(|e| panic!("fuzz runtime: {e}"));

@@ -41,13 +41,13 @@ fn echo() -> Tool {
     Tool::new("echo")
         .description("Returns its text argument unchanged")
         .read_only()
-        .handler(|a: EchoArgs, _ctx| async move { ToolResult::text(a.text) })
+        .handler(|a: EchoArgs| async move { ToolResult::text(a.text) })
 }
 
 fn simple(name: &str, description: &str, result: fn() -> ToolResult) -> Tool {
     Tool::new(name)
         .description(description)
-        .handler(move |_: NoArguments, _ctx| async move { result() })
+        .handler(move |_: NoArguments| async move { result() })
 }
 
 fn tools() -> Vec<Tool> {
@@ -78,7 +78,7 @@ fn tools() -> Vec<Tool> {
         }),
         Tool::new("test_tool_with_progress")
             .description("Reports progress 0, 50 and 100 before answering")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 for (p, msg) in [(0.0, "Starting computation"), (50.0, "First half complete"), (100.0, "Computation complete")] {
                     ctx.progress(p, Some(100.0), Some(msg)).await;
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -87,7 +87,7 @@ fn tools() -> Vec<Tool> {
             }),
         Tool::new("test_tool_with_logging")
             .description("Logs three messages while it runs")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 for msg in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
                     ctx.log(LogLevel::Info, Some("fixture"), msg).await;
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -96,19 +96,19 @@ fn tools() -> Vec<Tool> {
             }),
         Tool::new("test_logging_tool")
             .description("Logs a message (delivered only when the request asks for logs)")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.log(LogLevel::Info, Some("fixture"), "test_logging_tool ran").await;
                 ToolResult::text("Logged a message")
             }),
         Tool::new("test_streaming_elicitation")
             .description("Answers on the request's own stream; never sends a server request")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.progress(1.0, Some(1.0), Some("working")).await;
                 ToolResult::text("Streaming completed without server-initiated requests")
             }),
         Tool::new("test_missing_capability")
             .description("Needs the client's sampling capability")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 if ctx.client_has("sampling") {
                     Ok(ToolResult::text("The client declared sampling"))
                 } else {
@@ -181,13 +181,13 @@ fn interactive_tools() -> Vec<Tool> {
     vec![
         Tool::new("test_sampling")
             .description("Asks the client's model to answer a prompt")
-            .handler(|a: SamplingArgs, ctx| async move {
+            .handler(|a: SamplingArgs, ctx: snodo::RequestContext| async move {
                 let answer = ctx.ask("sample", InputRequest::sample(a.prompt, 100)).await?;
                 Ok::<_, HandlerError>(ToolResult::text(format!("LLM response: {}", text_of(&answer))))
             }),
         Tool::new("test_elicitation")
             .description("Asks the user for a username and email")
-            .handler(|a: ElicitationArgs, ctx| async move {
+            .handler(|a: ElicitationArgs, ctx: snodo::RequestContext| async move {
                 let schema = json!({"type": "object", "properties": {
                     "username": {"type": "string", "description": "Your username"},
                     "email": {"type": "string", "description": "Your email address"}
@@ -201,7 +201,7 @@ fn interactive_tools() -> Vec<Tool> {
             }),
         Tool::new("test_elicitation_sep1034_defaults")
             .description("Elicitation whose fields carry defaults")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let schema = json!({"type": "object", "properties": {
                     "name": {"type": "string", "default": "John Doe"},
                     "age": {"type": "integer", "default": 30},
@@ -214,7 +214,7 @@ fn interactive_tools() -> Vec<Tool> {
             }),
         Tool::new("test_elicitation_sep1330_enums")
             .description("Elicitation with every enum form")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let schema = json!({"type": "object", "properties": {
                     "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
                     "titledSingle": {"type": "string", "oneOf": [
@@ -234,26 +234,26 @@ fn interactive_tools() -> Vec<Tool> {
             }),
         Tool::new("test_input_required_result_elicitation")
             .description("Asks the user's name (multi round-trip)")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let answer = ctx.ask("user_name", name_form()).await?;
                 Ok::<_, HandlerError>(ToolResult::text(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("there"))))
             }),
         Tool::new("test_input_required_result_sampling")
             .description("Asks the client's model (multi round-trip)")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let answer = ctx.ask("sample", InputRequest::sample("What is the capital of France?", 100)).await?;
                 Ok::<_, HandlerError>(ToolResult::text(format!("Sampling result: {}", text_of(&answer))))
             }),
         Tool::new("test_input_required_result_list_roots")
             .description("Asks the client's roots (multi round-trip)")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let answer = ctx.ask("roots", InputRequest::list_roots()).await?;
                 let n = answer["roots"].as_array().map_or(0, Vec::len);
                 Ok::<_, HandlerError>(ToolResult::text(format!("The client has {n} root(s)")))
             }),
         Tool::new("test_input_required_result_request_state")
             .description("Carries application state across rounds")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let confirm = InputRequest::elicit("Please confirm", json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
                 if ctx.request_state() != Some(&json!({"step": "confirm"})) {
                     return Err(HandlerError::from(InputRequired::new().ask("confirm", confirm).with_state(json!({"step": "confirm"}))));
@@ -263,7 +263,7 @@ fn interactive_tools() -> Vec<Tool> {
             }),
         Tool::new("test_input_required_result_multiple_inputs")
             .description("Asks for elicitation, sampling and roots in one round")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let answers = ctx
                     .ask_all([
                         ("user_name".to_owned(), name_form()),
@@ -275,7 +275,7 @@ fn interactive_tools() -> Vec<Tool> {
             }),
         Tool::new("test_input_required_result_multi_round")
             .description("Needs three rounds")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let first = ctx.ask("first", name_form()).await?;
                 let second = ctx
                     .ask("second", InputRequest::elicit("And your city?", json!({"type": "object", "properties": {"city": {"type": "string"}}})))
@@ -284,13 +284,13 @@ fn interactive_tools() -> Vec<Tool> {
             }),
         Tool::new("test_input_required_result_tampered_state")
             .description("Rejects a requestState that was altered")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.ask("confirm", name_form()).await?;
                 Ok::<_, HandlerError>(ToolResult::text("State verified"))
             }),
         Tool::new("test_input_required_result_capabilities")
             .description("Asks only for what the client declared")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let request = if ctx.client_has("elicitation") {
                     name_form()
                 } else if ctx.client_has("sampling") {
@@ -312,7 +312,7 @@ fn trigger_tools() -> Vec<Tool> {
     vec![
         Tool::new("test_trigger_tool_change")
             .description("Adds or removes a tool, so tools/list changes")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.runtime()
                     .update(|c| {
                         if !c.remove_tool("test_dynamic_tool") {
@@ -328,7 +328,7 @@ fn trigger_tools() -> Vec<Tool> {
             }),
         Tool::new("test_trigger_prompt_change")
             .description("Adds or removes a prompt, so prompts/list changes")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.runtime()
                     .update(|c| {
                         if !c.remove_prompt("test_dynamic_prompt") {
@@ -348,7 +348,7 @@ fn trigger_tools() -> Vec<Tool> {
             }),
         Tool::new("test_trigger_resource_update")
             .description("Publishes an update of test://watched-resource")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.runtime()
                     .notify_resource_updated("test://watched-resource");
                 ToolResult::text("Published an update of test://watched-resource")

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use snodo::http::{HttpConfig, Server};
-use snodo::protocol::{Dialect, dialect};
+use snodo::protocol::{ALL, Dialect};
 
 #[derive(Parser, Debug)]
 #[command(name = "snodo", version, about = "A stateless MCP server runtime")]
@@ -149,7 +149,7 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
         .map(|v| {
             let v = v.trim();
             Dialect::by_version(v).ok_or_else(|| {
-                let known: Vec<&str> = dialect::ALL.iter().map(|d| d.version()).collect();
+                let known: Vec<&str> = ALL.iter().map(|d| d.version()).collect();
                 format!(
                     "unknown protocol version {v:?} (known: {})",
                     known.join(", ")
@@ -206,7 +206,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                     .map_err(|e| format!("cannot read the current directory: {e}"))?,
             };
             let protocols = if legacy {
-                dialect::ALL.to_vec()
+                ALL.to_vec()
             } else {
                 dialects(&protocols)?
             };

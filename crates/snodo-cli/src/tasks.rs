@@ -52,15 +52,13 @@ pub(crate) fn fixture_tools() -> Vec<Tool> {
     vec![
         Tool::new("greet")
             .description("Greets someone (synchronous)")
-            .handler(|a: GreetArgs, _ctx| async move {
-                ToolResult::text(format!("Hello, {}!", a.name))
-            }),
+            .handler(|a: GreetArgs| async move { ToolResult::text(format!("Hello, {}!", a.name)) }),
         Tool::new("slow_compute")
             .description(
                 "Works for `seconds` seconds, then answers (a task when the client supports tasks)",
             )
             .task(TaskSupport::Optional)
-            .handler(|a: SlowArgs, ctx| async move {
+            .handler(|a: SlowArgs, ctx: snodo::RequestContext| async move {
                 let label = a.label.unwrap_or_else(|| "job".to_owned());
                 let total = Duration::from_secs_f64(a.seconds.clamp(0.0, 600.0));
                 let step = Duration::from_millis(250);
@@ -86,14 +84,14 @@ pub(crate) fn fixture_tools() -> Vec<Tool> {
         Tool::new("failing_job")
             .description("Fails with a tool error after about a second (always a task)")
             .task(TaskSupport::Required)
-            .handler(|_: NoArguments, _ctx| async move {
+            .handler(|_: NoArguments| async move {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 ToolResult::error("failing_job failed on purpose")
             }),
         Tool::new("protocol_error_job")
             .description("Ends with a JSON-RPC error (a task when the client supports tasks)")
             .task(TaskSupport::Optional)
-            .handler(|_: NoArguments, _ctx| async move {
+            .handler(|_: NoArguments| async move {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 Err::<ToolResult, _>(HandlerError::Protocol(RpcError::internal(
                     "protocol_error_job failed on purpose",
@@ -102,7 +100,7 @@ pub(crate) fn fixture_tools() -> Vec<Tool> {
         Tool::new("confirm_delete")
             .description("Asks for confirmation, then pretends to delete the file")
             .task(TaskSupport::Optional)
-            .handler(|a: DeleteArgs, ctx| async move {
+            .handler(|a: DeleteArgs, ctx: snodo::RequestContext| async move {
                 let answer = ctx
                     .ask(
                         "confirm_delete",
@@ -119,7 +117,7 @@ pub(crate) fn fixture_tools() -> Vec<Tool> {
         Tool::new("multi_input")
             .description("Asks two questions at once")
             .task(TaskSupport::Optional)
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let answers = ctx
                     .ask_all([
                         ("name".to_owned(), name_form()),
@@ -135,7 +133,7 @@ pub(crate) fn fixture_tools() -> Vec<Tool> {
             .description("Asks the user's name, then greets them from a task")
             .task(TaskSupport::Required)
             .task_input("user_name", name_form())
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let answer = ctx.ask("user_name", name_form()).await?;
                 let name = answer["content"]["name"]
                     .as_str()

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
+use snodo::ParamHeader;
 use snodo::protocol::{Dialect, ErrorCode, Method, RequestId};
-use snodo::runtime::param_headers::ParamHeader;
 
 use crate::builder::{CallOptions, ClientBuilder, Protocol};
 use crate::error::ClientError;

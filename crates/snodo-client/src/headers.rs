@@ -1,10 +1,10 @@
 //! The 2026-07-28 mirror headers a client computes: `Mcp-Name`, and `Mcp-Param-{Name}`
 //! from a tool's `x-mcp-header` annotations (found and validated by the same code the
-//! server uses, [`snodo::runtime::param_headers`]).
+//! server uses, [`snodo::ParamHeader::from_schema`]).
 
 use base64::Engine as _;
 use serde_json::Value;
-use snodo::runtime::param_headers::{self, ParamHeader};
+use snodo::{ParamHeader, ParamHeaderError};
 
 /// Encodes a header value: as-is when it is visible ASCII with inner spaces only,
 /// else the `=?base64?…?=` sentinel form.
@@ -24,8 +24,8 @@ pub(crate) fn encode(value: &str) -> String {
 
 /// The tool's mirrored arguments; `Err` when an annotation is invalid (the client then
 /// excludes the tool).
-pub(crate) fn tool_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, String> {
-    param_headers::extract(input_schema)
+pub(crate) fn tool_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, ParamHeaderError> {
+    ParamHeader::from_schema(input_schema)
 }
 
 /// The `Mcp-Param-*` headers (name suffix, encoded value) for a call's arguments.

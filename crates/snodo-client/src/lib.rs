@@ -47,7 +47,7 @@
 //!     .tool(
 //!         Tool::new("echo")
 //!             .description("Returns its text")
-//!             .handler(|args: Echo, _ctx| async move { ToolResult::text(args.text) }),
+//!             .handler(|args: Echo| async move { ToolResult::text(args.text) }),
 //!     )
 //!     .build()?;
 //!

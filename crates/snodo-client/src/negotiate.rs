@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use snodo::protocol::ALL;
 use snodo::protocol::ErrorCode;
-use snodo::protocol::dialect::ALL;
 
 use crate::builder::{CallOptions, Protocol};
 use crate::client::Client;

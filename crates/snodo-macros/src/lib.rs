@@ -33,6 +33,8 @@ use proc_macro::TokenStream;
 ///   `schemars` attributes pass through), or one parameter marked `#[args]` whose type
 ///   derives `Deserialize` and `JsonSchema` is the whole arguments object.
 /// - A parameter of type `RequestContext` (or `&RequestContext`) receives the context.
+/// - A parameter of type `State<S>` (or the pattern `State(s): State<S>`) receives the state
+///   registered with `RuntimeBuilder::with_state`.
 /// - The doc comment is the description; a `Json<T>` (or `Result<Json<T>, E>`) return
 ///   derives the output schema from `T`.
 /// - Arguments of the attribute: `name = ".."`, `title = ".."`, `description = ".."`,

@@ -12,6 +12,8 @@ pub(crate) enum Kind {
     Context { by_ref: bool },
     /// The resource `ReadRequest`.
     Request,
+    /// Shared state (`State<S>`, tools only).
+    State,
     /// The whole arguments object (a parameter marked `#[args]`).
     Whole,
     /// One named value (a tool argument, a prompt argument, a template variable).
@@ -87,6 +89,7 @@ pub(crate) fn take(macro_name: &str, item: &mut ItemFn) -> syn::Result<Vec<Param
     }
     let mut params = Vec::new();
     let mut context_seen = false;
+    let mut state_seen = false;
     for (i, input) in item.sig.inputs.iter_mut().enumerate() {
         let FnArg::Typed(pt) = input else { continue };
         let mut whole = false;
@@ -116,6 +119,16 @@ pub(crate) fn take(macro_name: &str, item: &mut ItemFn) -> syn::Result<Vec<Param
                 Kind::Context { by_ref }
             }
             Some((n, false)) if n == "ReadRequest" => Kind::Request,
+            Some((n, false)) if n == "State" => {
+                if state_seen {
+                    return Err(syn::Error::new(
+                        span,
+                        "only one `State` parameter: put what the tool needs in one state type",
+                    ));
+                }
+                state_seen = true;
+                Kind::State
+            }
             _ if whole => Kind::Whole,
             _ => Kind::Value,
         };
@@ -152,20 +165,22 @@ pub(crate) fn take(macro_name: &str, item: &mut ItemFn) -> syn::Result<Vec<Param
             .map_or_else(Span::call_site, |p| p.span);
         return Err(syn::Error::new(
             p,
-            "an `#[args]` parameter is the whole arguments object: the other parameters may only be the RequestContext",
+            "an `#[args]` parameter is the whole arguments object: the other parameters may only be the RequestContext and the State",
         ));
     }
     Ok(params)
 }
 
 /// The call of the user's function with the handler's bindings: values by name, the
-/// context as `__ctx`, the request as `__req`, the whole arguments as `__args`.
+/// context as `__ctx`, the request as `__req`, the state as `__state`, the whole
+/// arguments as `__args`.
 pub(crate) fn call(item: &ItemFn, params: &[Param]) -> TokenStream {
     let f = &item.sig.ident;
     let args = params.iter().map(|p| match p.kind {
         Kind::Context { by_ref: true } => quote!(&__ctx),
         Kind::Context { by_ref: false } => quote!(__ctx),
         Kind::Request => quote!(__req),
+        Kind::State => quote!(__state),
         Kind::Whole => quote!(__args),
         Kind::Value => {
             let i = &p.ident;

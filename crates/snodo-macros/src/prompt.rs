@@ -19,7 +19,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         match p.kind {
             Kind::Value => {}
             Kind::Context { .. } => continue,
-            Kind::Whole | Kind::Request => {
+            Kind::Whole | Kind::Request | Kind::State => {
                 return Err(syn::Error::new(
                     p.span,
                     "a prompt's parameters are its string arguments (String or Option<String>) and the RequestContext",

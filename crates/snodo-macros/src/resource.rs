@@ -61,7 +61,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     for p in &params {
         match p.kind {
             Kind::Context { .. } | Kind::Request => {}
-            Kind::Whole => {
+            Kind::Whole | Kind::State => {
                 return Err(syn::Error::new(
                     p.span,
                     "a resource's parameters are its template variables (String), the ReadRequest and the RequestContext",

@@ -31,8 +31,8 @@ use http::Request;
 use http_body_util::{BodyExt as _, Full};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use snodo::fuzzing::{Incoming, result_message};
 use snodo::http::McpService;
-use snodo::protocol::jsonrpc::{Incoming, result_message};
 use snodo::protocol::{RequestId, V2025_11_25, V2026_07_28};
 use snodo::{Runtime, Tool, ToolResult};
 
@@ -58,7 +58,7 @@ fn runtime() -> Runtime {
             Tool::new("echo")
                 .description("Returns its text argument unchanged")
                 .read_only()
-                .handler(|a: EchoArgs, _ctx| async move { ToolResult::text(a.text) }),
+                .handler(|a: EchoArgs| async move { ToolResult::text(a.text) }),
         )
         .build()
         .expect("echo runtime builds")

@@ -24,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(
             Tool::new("add")
                 .description("Adds two integers")
-                .handler(|x: Add, _ctx| async move { ToolResult::text((x.a + x.b).to_string()) }),
+                .handler(|x: Add| async move { ToolResult::text((x.a + x.b).to_string()) }),
         )
         .build()?;
     let app = Router::new()

@@ -30,13 +30,25 @@
 //!     .tool(
 //!         Tool::new("echo")
 //!             .description("Returns its text")
-//!             .handler(|args: Echo, _ctx| async move { ToolResult::text(args.text) }),
+//!             .handler(|args: Echo| async move { ToolResult::text(args.text) }),
 //!     )
 //!     .build()?;
 //! snodo::http::serve(runtime, "127.0.0.1:8080".parse()?).await?;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! A handler is any async function of its arguments; it may also take the
+//! [`RequestContext`] after them and shared [`State`] before them (registered once with
+//! [`RuntimeBuilder::with_state`]): see [`Handler`].
+//!
+//! ## Where things live
+//!
+//! The crate root holds the description ([`Runtime`], [`Tool`], [`Prompt`],
+//! [`Resource`], their results and errors). Namespaces: [`http`] and [`stdio`]
+//! (transports), [`protocol`] (dialects, methods, wire identifiers), [`tasks`] (the tasks
+//! extension), [`apps`] (MCP Apps), `skills`, `metrics`, `otlp` (features of the same
+//! names). Each item has one path.
 //!
 //! ## Dialects
 //!
@@ -53,12 +65,12 @@ mod engine;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
-pub mod model;
+mod model;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod protocol;
 mod router;
-pub mod runtime;
+mod runtime;
 #[cfg(feature = "skills")]
 pub mod skills;
 pub mod stdio;
@@ -71,24 +83,37 @@ pub use model::{
     Annotations, CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult,
     ResourceContents, Role, ServerInfo, ToolAnnotations, ToolResult,
 };
-pub use protocol::{Dialect, RpcError};
+pub use protocol::error::RpcError;
 pub use runtime::authz::{Authorizer, Component, Refusal};
-pub use runtime::completion::CompletionRequest;
+pub use runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
+pub use runtime::components::Components;
 pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
+pub use runtime::handler::{Handler, State};
 pub use runtime::input::{InputRequest, InputRequired};
+pub use runtime::param_headers::{ParamHeader, ParamHeaderError};
 pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
-pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArguments};
+pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArgument, PromptArguments};
 pub use runtime::resource::{
     IntoResourceContents, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
 };
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
-pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+pub use runtime::{BuildError, DEFAULT_PAGE_SIZE, Runtime, RuntimeBuilder};
 
 /// `#[snodo::tool]`, `#[snodo::prompt]` and `#[snodo::resource]`: attribute macros that
 /// expand to the builder API (feature `macros`, on by default). See `docs/authoring.md`.
 #[cfg(feature = "macros")]
 pub use snodo_macros::{prompt, resource, tool};
+
+/// The Rust snippets of `README.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeSnippets;
+
+/// The Rust snippets of `docs/authoring.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/authoring.md")]
+struct AuthoringSnippets;
 
 /// What the macros' expansions name (not a stable API).
 #[doc(hidden)]
@@ -97,9 +122,13 @@ pub mod __private {
     pub use serde;
 }
 
-/// Entry points for the fuzz targets in `fuzz/` (not a stable API).
+/// Entry points for the fuzz targets in `fuzz/`, the property tests and the hot-path
+/// benchmarks: internals, re-exported here only (not a stable API).
 #[doc(hidden)]
 pub mod fuzzing {
+    pub use crate::protocol::jsonrpc::{Incoming, MAX_STRING_ID_LEN, result_message};
+    pub use crate::runtime::uri_template::UriTemplate;
+
     /// Decodes a pagination cursor as the router does, for a list of `len` items.
     pub fn decode_cursor(cursor: &str, len: usize) -> Result<usize, crate::RpcError> {
         crate::runtime::cursor::decode(cursor, "2026-07-28", "tools/list", 0, len)

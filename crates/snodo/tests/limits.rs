@@ -219,8 +219,7 @@ async fn a_body_of_exactly_the_limit_is_accepted() {
 
 #[tokio::test]
 async fn too_many_headers_is_431() {
-    let mut config = HttpConfig::default();
-    config.max_headers = 16;
+    let config = HttpConfig::default().max_headers(16);
     let s = start(config).await;
     // Host, Content-Type, Accept, 2 MCP headers, Content-Length, Connection = 7.
     let fillers: Vec<(String, String)> = (0..9)
@@ -280,8 +279,7 @@ async fn an_oversized_head_is_431() {
 
 #[tokio::test]
 async fn a_client_that_stalls_mid_head_is_disconnected() {
-    let mut config = HttpConfig::default();
-    config.header_read_timeout = Duration::from_millis(500);
+    let config = HttpConfig::default().header_read_timeout(Duration::from_millis(500));
     let s = start(config).await;
     let mut c = TcpStream::connect(s.addr).await.unwrap();
     c.write_all(format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Ty", s.addr).as_bytes())
@@ -316,8 +314,7 @@ async fn a_client_that_stalls_mid_head_is_disconnected() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
-    let mut config = HttpConfig::default();
-    config.header_read_timeout = Duration::from_millis(500);
+    let config = HttpConfig::default().header_read_timeout(Duration::from_millis(500));
     let s = start(config).await;
     let mut c = TcpStream::connect(s.addr).await.unwrap();
     let body = discover_body(1);
@@ -470,8 +467,7 @@ async fn long_strings_are_bounded_by_the_body_limit() {
 
 #[tokio::test]
 async fn max_connections_holds_further_connections_until_one_closes() {
-    let mut config = HttpConfig::default();
-    config.max_connections = 2;
+    let config = HttpConfig::default().max_connections(2);
     let s = start(config).await;
     let body = discover_body(1);
     let req = format!(

@@ -21,10 +21,9 @@ use proptest::sample::Index;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use snodo::fuzzing::{Incoming, MAX_STRING_ID_LEN, UriTemplate};
 use snodo::http::{HttpConfig, McpService};
-use snodo::protocol::jsonrpc::{Incoming, MAX_STRING_ID_LEN};
 use snodo::protocol::{RequestId, V2025_06_18, V2025_11_25, V2026_07_28};
-use snodo::runtime::uri_template::UriTemplate;
 use snodo::{Runtime, Tool, ToolResult};
 
 // ---- strategies ------------------------------------------------------------------------

@@ -109,7 +109,7 @@ pub(crate) fn builder(
                     });
                     files
                         .await
-                        .map_err(|_| RpcError::internal("listing failed"))
+                        .map_err(|_| HandlerError::Failed("listing failed".into()))
                 }
             })
             .completer(move |req, _ctx| {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use snodo::protocol::{Dialect, LogLevel, dialect};
+use snodo::protocol::{ALL, Dialect, LogLevel};
 use snodo::{
     Content, HandlerError, InputRequest, NoArguments, Prompt, PromptMessage, PromptResult,
     Resource, ResourceContents, ResourceTemplate, Runtime, Tool, ToolResult,
@@ -106,20 +106,20 @@ fn tools(flags: &Flags) -> Vec<Tool> {
             .handler(|a: Region, _ctx| async move { ToolResult::text(a.region) }),
         Tool::new("progress")
             .description("Reports progress twice")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.progress(1.0, Some(2.0), Some("half")).await;
                 ctx.progress(2.0, Some(2.0), Some("done")).await;
                 ToolResult::text("finished")
             }),
         Tool::new("log").description("Logs one message").handler(
-            |_: NoArguments, ctx| async move {
+            |_: NoArguments, ctx: snodo::RequestContext| async move {
                 ctx.log(LogLevel::Warning, Some("test"), "careful").await;
                 ToolResult::text("logged")
             },
         ),
         Tool::new("wait")
             .description("Waits until it is cancelled")
-            .handler(move |_: NoArguments, ctx| {
+            .handler(move |_: NoArguments, ctx: snodo::RequestContext| {
                 let f = f.clone();
                 async move {
                     // Dropped (the server abandoned the handler) counts as cancelled.
@@ -138,7 +138,7 @@ fn tools(flags: &Flags) -> Vec<Tool> {
             }),
         Tool::new("ask_name")
             .description("Asks the user's name")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let schema = json!({"type": "object", "properties": {
                     "name": {"type": "string", "default": "Ada"}}, "required": ["name"]});
                 let a = ctx
@@ -151,7 +151,7 @@ fn tools(flags: &Flags) -> Vec<Tool> {
             }),
         Tool::new("sample")
             .description("Asks the client's model")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let a = ctx
                     .ask("s", InputRequest::sample("Capital of France?", 10))
                     .await?;
@@ -159,7 +159,7 @@ fn tools(flags: &Flags) -> Vec<Tool> {
             }),
         Tool::new("roots")
             .description("Counts the client's roots")
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let a = ctx.ask("r", InputRequest::list_roots()).await?;
                 let n = a["roots"].as_array().map_or(0, Vec::len);
                 Ok::<_, HandlerError>(ToolResult::text(format!("{n} root(s)")))
@@ -225,7 +225,7 @@ pub fn runtime_for(versions: &[&str], flags: &Flags) -> Runtime {
 
 /// Every version snodo serves.
 pub fn all_versions() -> Vec<&'static str> {
-    dialect::ALL.iter().map(|d| d.version()).collect()
+    ALL.iter().map(|d| d.version()).collect()
 }
 
 /// A client builder that answers every question the test server asks.

@@ -9,42 +9,43 @@ use super::auth::Authenticator;
 /// Host names that loopback servers accept by default.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
-/// Settings of the Streamable HTTP transport. Defaults are safe for a server bound to
-/// loopback: Host and Origin must name a loopback host.
+/// Settings of the Streamable HTTP transport, built with [`HttpConfig::default`] and the
+/// setters. Defaults are safe for a server bound to loopback: Host and Origin must name
+/// a loopback host.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// Host names (without port) the `Host` header may carry. `None` disables the check
     /// (for servers behind a proxy that rewrites Host).
-    pub allowed_hosts: Option<Vec<String>>,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
     /// Hosts (without port) a browser `Origin` may name; requests without `Origin` are
     /// not browser requests and are allowed.
-    pub allowed_origins: Vec<String>,
+    pub(crate) allowed_origins: Vec<String>,
     /// Largest request body accepted, in bytes (413 beyond).
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// Interval of SSE keep-alive comments on streamed responses.
-    pub keep_alive: Duration,
+    pub(crate) keep_alive: Duration,
     /// A request still silent after this long switches its answer to SSE and sends
     /// keep-alive comments, so that a client that went away is noticed (and its request
     /// cancelled). `None` keeps silent requests on plain JSON.
-    pub disconnect_probe: Option<Duration>,
+    pub(crate) disconnect_probe: Option<Duration>,
     /// Open `subscriptions/listen` streams at once (503 beyond).
-    pub max_listen_streams: usize,
+    pub(crate) max_listen_streams: usize,
     /// Requests executing at once; more wait in the queue.
-    pub max_concurrent: usize,
+    pub(crate) max_concurrent: usize,
     /// Requests waiting for an execution slot; beyond, 503 with `Retry-After`.
-    pub max_queued: usize,
+    pub(crate) max_queued: usize,
     /// Deadline of one request, queueing included (then `-32603`, HTTP 504, and the
     /// handler is cancelled).
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// Open connections at once; further connections wait to be accepted.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Time a client has to send the request head (slow-header protection).
-    pub header_read_timeout: Duration,
+    pub(crate) header_read_timeout: Duration,
     /// Time a client has to send the whole body once the head arrived (408 beyond).
-    pub body_read_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
     /// Most request headers (431 beyond).
-    pub max_headers: usize,
+    pub(crate) max_headers: usize,
     /// Identifies the caller of every request (none: every caller is anonymous).
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
 }
@@ -154,6 +155,44 @@ impl HttpConfig {
         self.header_read_timeout = header_read;
         self.body_read_timeout = body_read;
         self.max_headers = max_headers;
+        self
+    }
+
+    /// Sets the most connections open at once; further connections wait to be
+    /// accepted.
+    #[must_use]
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Sets the time a client has to send the request head (slow-header protection).
+    #[must_use]
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Sets the time a client has to send the whole body once the head arrived (408
+    /// beyond).
+    #[must_use]
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// Sets the most request headers (431 beyond).
+    #[must_use]
+    pub fn max_headers(mut self, n: usize) -> Self {
+        self.max_headers = n;
+        self
+    }
+
+    /// Allows browser `Origin`s naming these hosts (without port), leaving the `Host`
+    /// allow-list as it is; requests without `Origin` are always allowed.
+    #[must_use]
+    pub fn allow_origins<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
+        self.allowed_origins = hosts.into_iter().map(Into::into).collect();
         self
     }
 

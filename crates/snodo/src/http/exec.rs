@@ -187,17 +187,17 @@ mod tests {
     fn service(saw_cancel: Arc<AtomicBool>) -> McpService {
         let rt = Runtime::builder("exec-test", "0.1.0")
             .protocols([&V2025_11_25])
+            .tool(Tool::new("echo").handler(|_: NoArguments| async { ToolResult::text("hi") }))
             .tool(
-                Tool::new("echo").handler(|_: NoArguments, _ctx| async { ToolResult::text("hi") }),
+                Tool::new("wait").handler(move |_: NoArguments, ctx: crate::RequestContext| {
+                    let saw_cancel = Arc::clone(&saw_cancel);
+                    async move {
+                        ctx.cancellation().cancelled().await;
+                        saw_cancel.store(true, Ordering::SeqCst);
+                        ToolResult::text("late")
+                    }
+                }),
             )
-            .tool(Tool::new("wait").handler(move |_: NoArguments, ctx| {
-                let saw_cancel = Arc::clone(&saw_cancel);
-                async move {
-                    ctx.cancellation().cancelled().await;
-                    saw_cancel.store(true, Ordering::SeqCst);
-                    ToolResult::text("late")
-                }
-            }))
             .build();
         McpService::new(
             rt.map_err(|e| e.to_string())

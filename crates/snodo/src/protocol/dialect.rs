@@ -208,7 +208,8 @@ impl Dialect {
 
     /// The era of this revision.
     #[must_use]
-    pub fn era(&self) -> Era {
+    #[allow(dead_code)] // no caller since these facts left the public API (issue 21)
+    pub(crate) fn era(&self) -> Era {
         self.era
     }
 
@@ -233,25 +234,26 @@ impl Dialect {
 
     /// Which kinds of elicitation exist.
     #[must_use]
-    pub fn elicitation(&self) -> Elicitation {
+    #[allow(dead_code)] // no caller since these facts left the public API (issue 21)
+    pub(crate) fn elicitation(&self) -> Elicitation {
         self.elicitation
     }
 
     /// How a handler's question reaches the client.
     #[must_use]
-    pub fn asking(&self) -> Asking {
+    pub(crate) fn asking(&self) -> Asking {
         self.asking
     }
 
     /// Where a request's log threshold comes from.
     #[must_use]
-    pub fn log_levels(&self) -> LogLevels {
+    pub(crate) fn log_levels(&self) -> LogLevels {
         self.log_levels
     }
 
     /// How structured tool output travels.
     #[must_use]
-    pub fn structured_output(&self) -> StructuredOutput {
+    pub(crate) fn structured_output(&self) -> StructuredOutput {
         self.structured_output
     }
 

@@ -74,6 +74,19 @@ pub enum BuildError {
     /// The skills cannot be served.
     #[error("invalid skills: {0}")]
     InvalidSkills(String),
+    /// A handler takes [`State`](crate::State) of a type nobody registered with
+    /// [`RuntimeBuilder::with_state`].
+    #[error(
+        "{kind} {name:?} takes State<{state}>, which is not registered (RuntimeBuilder::with_state)"
+    )]
+    MissingState {
+        /// The kind of component.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The state's type.
+        state: &'static str,
+    },
     /// A lock was poisoned by a panic during an earlier update.
     #[error("the runtime's catalogue lock was poisoned by an earlier panic")]
     Poisoned,
@@ -224,6 +237,30 @@ impl RuntimeBuilder {
     /// ```
     pub fn protocols<I: IntoIterator<Item = &'static Dialect>>(mut self, dialects: I) -> Self {
         self.protocols = dialects.into_iter().collect();
+        self
+    }
+
+    /// Registers shared state: a handler that takes [`State<S>`](crate::State) gets a
+    /// clone of `state` in each call (axum's `with_state`). One value per type; a
+    /// second call with the same type replaces the first.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use snodo::{NoArguments, Runtime, State, Tool};
+    ///
+    /// #[derive(Clone, Default)]
+    /// struct Db(Arc<std::sync::Mutex<Vec<String>>>);
+    ///
+    /// let runtime = Runtime::builder("s", "1")
+    ///     .with_state(Db::default())
+    ///     .tool(Tool::new("count").handler(|State(db): State<Db>, _: NoArguments| async move {
+    ///         db.0.lock().map(|v| v.len().to_string()).unwrap_or_default()
+    ///     }))
+    ///     .build();
+    /// assert!(runtime.is_ok());
+    /// ```
+    pub fn with_state<S: Clone + Send + Sync + 'static>(mut self, state: S) -> Self {
+        self.components.states.insert(state);
         self
     }
 
@@ -403,6 +440,7 @@ impl RuntimeBuilder {
                 return Err(BuildError::UnsupportedCapability { capability, reason });
             }
         }
+        self.components.bind()?;
         let catalogue = Catalogue::build(self.components.clone(), &self.protocols, &self.info)?;
         let capabilities = Capabilities {
             tools: catalogue.has_tools(),
@@ -465,7 +503,7 @@ mod tests {
     fn echo(name: &str) -> Tool {
         Tool::new(name)
             .description("d")
-            .handler(|_: NoArguments, _ctx| async { ToolResult::text("x") })
+            .handler(|_: NoArguments| async { ToolResult::text("x") })
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl Catalogue {
             prompts,
             resources,
             templates,
+            ..
         } = components;
         let dup = |kind: &'static str, name: &str| BuildError::Duplicate {
             kind,
@@ -131,10 +132,10 @@ impl Catalogue {
             }
             let validator = compile_schema(&tool.name, "input", &input)?;
             let param_headers =
-                param_headers::extract(&input).map_err(|reason| BuildError::InvalidSchema {
+                param_headers::extract(&input).map_err(|e| BuildError::InvalidSchema {
                     tool: tool.name.clone(),
                     which: "input",
-                    reason,
+                    reason: e.to_string(),
                 })?;
             if let Some(output) = &tool.output_schema {
                 compile_schema(&tool.name, "output", output)?;

@@ -1,11 +1,14 @@
 //! Argument completion (`completion/complete`).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
+use futures_util::FutureExt as _;
 use futures_util::future::BoxFuture;
 
 use super::context::RequestContext;
+use super::error::HandlerError;
 use crate::protocol::RpcError;
 
 /// Most values one completion answer carries.
@@ -27,3 +30,16 @@ pub(crate) type Completer = Arc<
         + Send
         + Sync,
 >;
+
+/// Boxes a completer; its [`HandlerError`] becomes the JSON-RPC error it answers.
+pub(crate) fn boxed<F, Fut>(f: F) -> Completer
+where
+    F: Fn(CompletionRequest, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<String>, HandlerError>> + Send + 'static,
+{
+    Arc::new(move |req, ctx| {
+        f(req, ctx)
+            .map(|r| r.map_err(HandlerError::into_rpc_error))
+            .boxed()
+    })
+}

@@ -1,6 +1,8 @@
 //! The editable set of components: what [`Runtime::update`](super::Runtime::update)
 //! hands to the application to change the catalogue at run time.
 
+use super::builder::BuildError;
+use super::handler::States;
 use super::prompt::Prompt;
 use super::resource::{Resource, ResourceTemplate};
 use super::tool::Tool;
@@ -12,10 +14,26 @@ pub struct Components {
     pub(crate) prompts: Vec<Prompt>,
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
+    /// The shared state handlers take ([`State`](crate::State)).
+    pub(crate) states: States,
 }
 
 impl Components {
-    /// Adds (or replaces, keeping its position) a tool.
+    /// Binds every handler that takes state to the registered states.
+    pub(crate) fn bind(&mut self) -> Result<(), BuildError> {
+        for tool in &mut self.tools {
+            tool.bind(&self.states)
+                .map_err(|state| BuildError::MissingState {
+                    kind: "tool",
+                    name: tool.name.clone(),
+                    state,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Adds (or replaces, keeping its position) a tool. A handler that takes
+    /// [`State`](crate::State) gets the runtime's.
     pub fn add_tool(&mut self, tool: Tool) {
         match self.tools.iter_mut().find(|t| t.name == tool.name) {
             Some(slot) => *slot = tool,

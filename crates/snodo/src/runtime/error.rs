@@ -1,5 +1,5 @@
-//! [`HandlerError`]: what a tool, prompt or resource handler returns when it does not
-//! produce its normal result.
+//! [`HandlerError`]: what every handler (tool, prompt, resource reader, template lister,
+//! completer) returns when it does not produce its normal result.
 
 use std::fmt;
 
@@ -11,10 +11,11 @@ use crate::protocol::RpcError;
 #[non_exhaustive]
 pub enum HandlerError {
     /// An execution failure with a readable message. A tool answers it as a result with
-    /// `isError: true` (the model can read it and try again); prompts and resources
-    /// answer `-32603` with the message.
+    /// `isError: true` (the model can read it and try again); the other handlers answer
+    /// `-32603` with the message.
     Failed(String),
-    /// The addressed thing does not exist (resources: the dialect's not-found error).
+    /// The addressed thing does not exist (resources: the dialect's not-found error;
+    /// completers and listers: `-32602`).
     NotFound,
     /// A protocol error, sent as a JSON-RPC error response.
     Protocol(RpcError),
@@ -27,6 +28,19 @@ impl HandlerError {
     /// An execution failure with a readable message.
     pub fn new(message: impl fmt::Display) -> Self {
         Self::Failed(message.to_string())
+    }
+}
+
+impl HandlerError {
+    /// The JSON-RPC error a handler kind without an in-band error (completers,
+    /// listers, task results) answers.
+    pub(crate) fn into_rpc_error(self) -> RpcError {
+        match self {
+            Self::Protocol(e) => e,
+            Self::Failed(m) => RpcError::internal(m),
+            Self::NotFound => RpcError::invalid_params("Not found"),
+            Self::InputRequired(_) => RpcError::internal("The handler needed more input"),
+        }
     }
 }
 

@@ -8,6 +8,7 @@ pub mod context;
 pub(crate) mod cursor;
 pub mod error;
 pub mod events;
+pub(crate) mod handler;
 pub mod input;
 pub mod param_headers;
 pub(crate) mod pending;
@@ -25,7 +26,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub use builder::{BuildError, RuntimeBuilder};
+pub use builder::{BuildError, DEFAULT_PAGE_SIZE, RuntimeBuilder};
 pub(crate) use catalogue::Catalogue;
 
 use crate::model::{CacheHint, ServerInfo};
@@ -82,6 +83,7 @@ impl Runtime {
             .map_err(|_| BuildError::Poisoned)?;
         let mut next = sources.clone();
         edit(&mut next);
+        next.bind()?;
         let built = Catalogue::build(next.clone(), &self.inner.dialects, &self.inner.info)?;
         let old = self.catalogue();
         let changes = old.changes_to(&built);

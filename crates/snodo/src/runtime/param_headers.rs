@@ -15,6 +15,39 @@ pub struct ParamHeader {
     pub path: Vec<String>,
 }
 
+/// Why a schema's `x-mcp-header` annotations are invalid (a client excludes such a
+/// tool, a server refuses it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamHeaderError {
+    /// The annotation is not a non-empty HTTP token.
+    #[error("x-mcp-header on {path} must be a non-empty HTTP token")]
+    NotAToken {
+        /// The property path, dot-separated.
+        path: String,
+    },
+    /// The annotated property is not a string, integer or boolean.
+    #[error("x-mcp-header {name:?} must annotate a string, integer or boolean property")]
+    NotAScalar {
+        /// The header name.
+        name: String,
+    },
+    /// Two annotations name the same header (case-insensitively).
+    #[error("x-mcp-header {name:?} is declared twice")]
+    Duplicate {
+        /// The header name.
+        name: String,
+    },
+}
+
+impl ParamHeader {
+    /// Finds every `x-mcp-header` annotation of a tool's input schema, reachable
+    /// through `properties` only; `Err` names the first invalid one.
+    pub fn from_schema(schema: &Value) -> Result<Vec<Self>, ParamHeaderError> {
+        extract(schema)
+    }
+}
+
 fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
@@ -23,7 +56,7 @@ fn is_token(s: &str) -> bool {
 
 /// Finds every `x-mcp-header` annotation reachable through `properties` only; `Err`
 /// names the first invalid one (a client excludes such a tool, a server refuses it).
-pub fn extract(schema: &Value) -> Result<Vec<ParamHeader>, String> {
+pub(crate) fn extract(schema: &Value) -> Result<Vec<ParamHeader>, ParamHeaderError> {
     let mut out: Vec<ParamHeader> = Vec::new();
     walk(schema, &mut Vec::new(), &mut out)?;
     for (i, h) in out.iter().enumerate() {
@@ -31,13 +64,19 @@ pub fn extract(schema: &Value) -> Result<Vec<ParamHeader>, String> {
             .iter()
             .any(|o| o.name.eq_ignore_ascii_case(&h.name))
         {
-            return Err(format!("x-mcp-header {:?} is declared twice", h.name));
+            return Err(ParamHeaderError::Duplicate {
+                name: h.name.clone(),
+            });
         }
     }
     Ok(out)
 }
 
-fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) -> Result<(), String> {
+fn walk(
+    schema: &Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<ParamHeader>,
+) -> Result<(), ParamHeaderError> {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };
@@ -45,16 +84,15 @@ fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) -> R
         path.push(key.clone());
         if let Some(name) = prop.get("x-mcp-header") {
             let name = name.as_str().filter(|n| is_token(n)).ok_or_else(|| {
-                format!(
-                    "x-mcp-header on {} must be a non-empty HTTP token",
-                    path.join(".")
-                )
+                ParamHeaderError::NotAToken {
+                    path: path.join("."),
+                }
             })?;
             let ty = prop.get("type").and_then(Value::as_str);
             if !matches!(ty, Some("string" | "integer" | "boolean")) {
-                return Err(format!(
-                    "x-mcp-header {name:?} must annotate a string, integer or boolean property"
-                ));
+                return Err(ParamHeaderError::NotAScalar {
+                    name: name.to_owned(),
+                });
             }
             out.push(ParamHeader {
                 name: name.to_owned(),

@@ -12,7 +12,6 @@ use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
 use super::error::HandlerError;
 use crate::model::{Content, Icon, PromptMessage, PromptResult};
-use crate::protocol::RpcError;
 
 /// One declared prompt argument.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -145,9 +144,9 @@ impl Prompt {
     pub fn completer<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(CompletionRequest, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<String>, RpcError>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<String>, HandlerError>> + Send + 'static,
     {
-        self.completer = Some(Arc::new(move |req, ctx| Box::pin(f(req, ctx))));
+        self.completer = Some(super::completion::boxed(f));
         self
     }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use futures_util::FutureExt as _;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -346,9 +347,13 @@ impl ResourceTemplate {
     pub fn lister<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<ResourceInfo>, RpcError>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<ResourceInfo>, HandlerError>> + Send + 'static,
     {
-        self.lister = Some(Arc::new(move |ctx| Box::pin(f(ctx))));
+        self.lister = Some(Arc::new(move |ctx| {
+            f(ctx)
+                .map(|r| r.map_err(HandlerError::into_rpc_error))
+                .boxed()
+        }));
         self
     }
 
@@ -358,9 +363,9 @@ impl ResourceTemplate {
     pub fn completer<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(CompletionRequest, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<String>, RpcError>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<String>, HandlerError>> + Send + 'static,
     {
-        self.completer = Some(Arc::new(move |req, ctx| Box::pin(f(req, ctx))));
+        self.completer = Some(super::completion::boxed(f));
         self
     }
 

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::context::RequestContext;
 use super::error::HandlerError;
+use super::handler::{Handler, States, Unbound, bind_or_defer};
 use super::input::InputRequest;
 use super::policy::{Enforcer, Policy, RateLimit};
 use crate::model::{Icon, ToolAnnotations, ToolResult};
@@ -94,6 +95,8 @@ pub struct Tool {
     pub(crate) icons: Vec<Icon>,
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) handler: Option<ToolHandler>,
+    /// A handler that takes state, until the runtime is built.
+    unbound: Option<Unbound<ToolHandler>>,
     /// Its limits and their state (shared by every catalogue that holds the tool).
     pub(crate) enforcer: Option<Arc<Enforcer>>,
     policy: Policy,
@@ -191,6 +194,7 @@ impl Tool {
             icons: Vec::new(),
             meta: None,
             handler: None,
+            unbound: None,
             enforcer: None,
             policy: Policy::default(),
             task: None,
@@ -228,21 +232,21 @@ impl Tool {
     }
 
     /// Stops a call that runs longer than `timeout` (the handler is dropped) and
-    /// answers it with a tool error ([`policy`](crate::runtime::policy)).
+    /// answers it with a tool error (details in `_meta[`[`LIMIT_META_KEY`](crate::LIMIT_META_KEY)`]`).
     #[must_use]
     pub fn timeout(self, timeout: Duration) -> Self {
         self.with_policy(|p| p.timeout = Some(timeout))
     }
 
     /// Runs at most `n` calls at once; a call beyond that is answered at once with a
-    /// tool error ([`policy`](crate::runtime::policy)).
+    /// tool error (details in `_meta[`[`LIMIT_META_KEY`](crate::LIMIT_META_KEY)`]`).
     #[must_use]
     pub fn max_concurrent(self, n: usize) -> Self {
         self.with_policy(|p| p.max_concurrent = Some(n.max(1)))
     }
 
     /// Limits each principal's calls; a call over budget is answered with a tool error
-    /// that says when to retry ([`policy`](crate::runtime::policy)).
+    /// that says when to retry (details in `_meta[`[`LIMIT_META_KEY`](crate::LIMIT_META_KEY)`]`).
     #[must_use]
     pub fn rate_limit(self, limit: RateLimit) -> Self {
         self.with_policy(|p| p.rate = Some(limit))
@@ -378,35 +382,50 @@ impl Tool {
         self.output_schema(schema_for::<O>())
     }
 
-    /// Sets a typed handler: arguments are validated against the input schema (derived
-    /// from `A` unless set explicitly), then deserialised into `A`.
+    /// Sets the handler: an async function (or closure) of the arguments, optionally
+    /// with the [`RequestContext`] after them and a [`State`](crate::State) before them
+    /// ([`Handler`] lists the forms). The arguments are validated against the input
+    /// schema (derived from `A` unless set explicitly), then deserialised into `A`.
+    ///
+    /// ```
+    /// # use snodo::{NoArguments, RequestContext, State, Tool};
+    /// # #[derive(Clone)] struct Db;
+    /// let plain = Tool::new("a").handler(|_: NoArguments| async { "hi" });
+    /// let with_ctx = Tool::new("b")
+    ///     .handler(|_: NoArguments, ctx: RequestContext| async move { ctx.progress(1.0, None, None).await; "hi" });
+    /// let with_state = Tool::new("c").handler(|State(_db): State<Db>, _: NoArguments| async { "hi" });
+    /// # let _ = (plain, with_ctx, with_state);
+    /// ```
     #[must_use]
-    pub fn handler<A, F, Fut, R>(mut self, f: F) -> Self
+    pub fn handler<A, M, H>(mut self, handler: H) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = R> + Send + 'static,
-        R: IntoToolResult,
+        H: Handler<A, M>,
+        H::Output: IntoToolResult,
     {
         if self.input_schema.is_none() {
             self.input_schema = Some(schema_for::<A>());
         }
-        let f = Arc::new(f);
-        self.handler = Some(Arc::new(move |args: Value, ctx| {
-            let f = Arc::clone(&f);
-            Box::pin(async move {
-                let args: A = serde_json::from_value(args).map_err(|e| {
-                    HandlerError::Protocol(RpcError::invalid_params(format!(
-                        "Invalid arguments: {e}"
-                    )))
-                })?;
-                f(args, ctx).await.into_tool_result()
+        let handler = Arc::new(handler);
+        self.set_handler(bind_or_defer(move |state: H::State| -> ToolHandler {
+            let handler = Arc::clone(&handler);
+            Arc::new(move |args: Value, ctx| {
+                let (handler, state) = (Arc::clone(&handler), state.clone());
+                Box::pin(async move {
+                    let args: A = serde_json::from_value(args).map_err(|e| {
+                        HandlerError::Protocol(RpcError::invalid_params(format!(
+                            "Invalid arguments: {e}"
+                        )))
+                    })?;
+                    handler.call(state, args, ctx).await.into_tool_result()
+                })
             })
         }));
         self
     }
 
-    /// Sets a handler that receives the validated arguments as a JSON object. Requires
+    /// Sets a handler that receives the validated arguments as a JSON object and the
+    /// context (the escape hatch for schemas no Rust type describes). Requires
     /// [`input_schema`](Self::input_schema) (or defaults to an object schema).
     #[must_use]
     pub fn raw_handler<F, Fut, R>(mut self, f: F) -> Self
@@ -416,11 +435,29 @@ impl Tool {
         R: IntoToolResult,
     {
         let f = Arc::new(f);
-        self.handler = Some(Arc::new(move |args: Value, ctx| {
+        self.set_handler(Ok(Arc::new(move |args: Value, ctx| {
             let f = Arc::clone(&f);
             Box::pin(async move { f(args, ctx).await.into_tool_result() })
-        }));
+        })));
         self
+    }
+
+    fn set_handler(&mut self, handler: Result<ToolHandler, Unbound<ToolHandler>>) {
+        (self.handler, self.unbound) = match handler {
+            Ok(h) => (Some(h), None),
+            Err(u) => (None, Some(u)),
+        };
+    }
+
+    /// Binds a handler that takes state; `Err(type name)` when that state is not
+    /// registered.
+    pub(crate) fn bind(&mut self, states: &States) -> Result<(), &'static str> {
+        if let Some(u) = &self.unbound {
+            let handler = (u.bind)(states).ok_or(u.state)?;
+            self.handler = Some(handler);
+            self.unbound = None;
+        }
+        Ok(())
     }
 
     /// The name.

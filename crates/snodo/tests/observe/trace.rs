@@ -15,7 +15,7 @@ pub const HEADER_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b71692
 pub fn runtime() -> Runtime {
     builder(&MODERN)
         .tool(
-            Tool::new("trace").handler(|_: NoArguments, ctx| async move {
+            Tool::new("trace").handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 ToolResult::text(ctx.trace_context().map_or("none".to_owned(), |t| {
                     format!("{} {}", t.traceparent(), t.tracestate().unwrap_or("-"))
                 }))

@@ -15,7 +15,7 @@ fn runtime() -> Runtime {
             Tool::new("ask")
                 .description("Asks a question inside its task")
                 .task(TaskSupport::Optional)
-                .handler(|_: NoArguments, ctx| async move {
+                .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                     let form = InputRequest::elicit(
                         "Name?",
                         json!({"type": "object", "properties": {"name": {"type": "string"}}}),

@@ -3,8 +3,8 @@
 //! revision's official schema.
 
 use serde_json::{Value, json};
-use snodo::model::{Annotations, Role, ToolAnnotations};
 use snodo::protocol::{Dialect, V2025_03_26, V2025_06_18, V2025_11_25, V2026_07_28};
+use snodo::{Annotations, Role, ToolAnnotations};
 use snodo::{Content, NoArguments, Resource, ResourceContents, ResourceTemplate, Tool, ToolResult};
 
 use super::support::*;

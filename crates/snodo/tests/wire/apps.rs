@@ -21,7 +21,7 @@ async fn apps_server() -> TestServer {
     let tool = Tool::new("weather")
         .description("Today's weather")
         .ui(&view)
-        .handler(|_: NoArguments, ctx| async move {
+        .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             let text = if client_supports(&ctx) {
                 "Sunny (see the view)"
             } else {

@@ -160,7 +160,7 @@ fn raw_post(host: &str, content_type: &str, accept: &str, extra: &str, body: &st
 fn whoami() -> Tool {
     Tool::new("whoami")
         .description("Reports what the request context knows")
-        .handler(|_: NoArguments, ctx| async move {
+        .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             Json(json!({
                 "protocolVersion": ctx.protocol_version(),
                 "clientCapabilities": ctx.client_capabilities().cloned(),
@@ -174,7 +174,7 @@ fn whoami() -> Tool {
 fn slow() -> Tool {
     Tool::new("slow")
         .description("Waits unless cancelled")
-        .handler(|_: NoArguments, ctx| async move {
+        .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             tokio::select! {
                 () = tokio::time::sleep(Duration::from_millis(600)) => ToolResult::text("finished"),
                 () = ctx.cancellation().cancelled() => ToolResult::text("cancelled"),

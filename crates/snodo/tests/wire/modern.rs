@@ -221,16 +221,18 @@ async fn request_meta_members_are_validated_and_reach_the_handler() {
         .tool(
             snodo::Tool::new("whoami")
                 .description("Reports the request metadata")
-                .handler(|_: snodo::NoArguments, ctx| async move {
-                    let info = ctx
-                        .client_info()
-                        .map(|r| serde_json::from_str::<Value>(r.get()).unwrap());
-                    snodo::Json(json!({
-                        "clientInfo": info,
-                        "clientCapabilities": ctx.client_capabilities().cloned(),
-                        "other": ctx.meta().other.clone(),
-                    }))
-                }),
+                .handler(
+                    |_: snodo::NoArguments, ctx: snodo::RequestContext| async move {
+                        let info = ctx
+                            .client_info()
+                            .map(|r| serde_json::from_str::<Value>(r.get()).unwrap());
+                        snodo::Json(json!({
+                            "clientInfo": info,
+                            "clientCapabilities": ctx.client_capabilities().cloned(),
+                            "other": ctx.meta().other.clone(),
+                        }))
+                    },
+                ),
         )
         .build()
         .unwrap();

@@ -525,7 +525,7 @@ pub fn builder(protocols: &[&'static Dialect]) -> RuntimeBuilder {
         .tool(
             Tool::new("progress")
                 .description("Reports progress 0/50/100")
-                .handler(|_: NoArguments, ctx| async move {
+                .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                     for p in [0.0, 50.0, 100.0] {
                         ctx.progress(p, Some(100.0), None).await;
                     }
@@ -543,7 +543,7 @@ pub fn builder(protocols: &[&'static Dialect]) -> RuntimeBuilder {
         .tool(
             Tool::new("wait")
                 .description("Works for ms milliseconds, watching cancellation")
-                .handler(|a: WaitArgs, ctx| async move {
+                .handler(|a: WaitArgs, ctx: snodo::RequestContext| async move {
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_millis(a.ms)) => ToolResult::text(format!("waited {}", a.ms)),
                         () = ctx.cancellation().cancelled() => {
@@ -553,13 +553,13 @@ pub fn builder(protocols: &[&'static Dialect]) -> RuntimeBuilder {
                     }
                 }),
         )
-        .tool(Tool::new("caller").description("Names the caller").handler(|_: NoArguments, ctx| async move {
+        .tool(Tool::new("caller").description("Names the caller").handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             ToolResult::text(ctx.principal().map_or("anonymous".to_owned(), |p| p.id().to_owned()))
         }))
         .tool(
             Tool::new("logs")
                 .description("Logs at every level")
-                .handler(|_: NoArguments, ctx| async move {
+                .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                     for level in [
                         LogLevel::Debug,
                         LogLevel::Info,
@@ -623,18 +623,18 @@ pub async fn server(protocols: &[&'static Dialect]) -> TestServer {
 /// `builder` plus tools and a prompt that ask the client for input.
 pub fn asking(protocols: &[&'static Dialect]) -> RuntimeBuilder {
     builder(protocols)
-        .tool(Tool::new("ask_name").description("Asks the user's name").handler(|_: NoArguments, ctx| async move {
+        .tool(Tool::new("ask_name").description("Asks the user's name").handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             let answer = ctx
                 .ask("user_name", snodo::InputRequest::elicit("Your name?", json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})))
                 .await?;
             Ok::<_, snodo::HandlerError>(ToolResult::text(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("?"))))
         }))
-        .tool(Tool::new("ask_twice").description("Needs three rounds").handler(|_: NoArguments, ctx| async move {
+        .tool(Tool::new("ask_twice").description("Needs three rounds").handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             let first = ctx.ask("first", snodo::InputRequest::elicit("First?", json!({"type":"object"}))).await?;
             let second = ctx.ask("second", snodo::InputRequest::elicit("Second?", json!({"type":"object"}))).await?;
             Ok::<_, snodo::HandlerError>(ToolResult::text(format!("{} {}", first["content"], second["content"])))
         }))
-        .tool(Tool::new("ask_all").description("Asks three things at once").handler(|_: NoArguments, ctx| async move {
+        .tool(Tool::new("ask_all").description("Asks three things at once").handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
             let answers = ctx
                 .ask_all([
                     ("name".to_owned(), snodo::InputRequest::elicit("Name?", json!({"type":"object"}))),

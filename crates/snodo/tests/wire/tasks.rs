@@ -38,7 +38,7 @@ fn tools() -> Vec<Tool> {
         Tool::new("sleep")
             .description("Works for ms milliseconds")
             .task(TaskSupport::Optional)
-            .handler(|a: SleepArgs, ctx| async move {
+            .handler(|a: SleepArgs, ctx: snodo::RequestContext| async move {
                 ctx.progress(1.0, Some(2.0), Some("half way")).await;
                 tokio::time::sleep(Duration::from_millis(a.ms)).await;
                 ToolResult::text(format!("slept {}", a.ms))
@@ -50,7 +50,7 @@ fn tools() -> Vec<Tool> {
         Tool::new("two_questions")
             .description("Asks two questions at once inside the task")
             .task(TaskSupport::Optional)
-            .handler(|_: NoArguments, ctx| async move {
+            .handler(|_: NoArguments, ctx: snodo::RequestContext| async move {
                 let a = ctx
                     .ask_all([
                         ("city".to_owned(), form("City?", "city")),

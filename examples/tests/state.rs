@@ -1,0 +1,57 @@
+//! Tools that share state see the same value, with the builder and with the macros; a
+//! tool asking for state nobody registered is refused at build time.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use snodo::{BuildError, NoArguments, Runtime, State, Tool};
+use snodo_client::Client;
+
+async fn text_of(c: &Client, name: &str, args: serde_json::Value) -> String {
+    let r = c
+        .request("tools/call", json!({"name": name, "arguments": args}))
+        .await
+        .unwrap();
+    r["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn tools_share_the_registered_state() {
+    for runtime in [
+        snodo_examples::state::runtime().unwrap(),
+        snodo_examples::state::runtime_with_macros().unwrap(),
+    ] {
+        let c = Client::builder("state-test", "1.0.0")
+            .connect_runtime(runtime)
+            .await
+            .unwrap();
+        assert_eq!(
+            text_of(&c, "note_add", json!({"text": "a"})).await,
+            "1 notes"
+        );
+        assert_eq!(
+            text_of(&c, "note_add", json!({"text": "b"})).await,
+            "2 notes"
+        );
+        assert_eq!(text_of(&c, "note_list", json!({})).await, "a\nb");
+    }
+}
+
+#[test]
+fn missing_state_is_a_build_error() {
+    #[derive(Clone)]
+    struct Db;
+    let e = Runtime::builder("s", "1")
+        .tool(Tool::new("t").handler(|State(_): State<Db>, _: NoArguments| async { "x" }))
+        .build()
+        .err();
+    assert!(
+        matches!(&e, Some(BuildError::MissingState { name, .. }) if name == "t"),
+        "{e:?}"
+    );
+    let ok = Runtime::builder("s", "1")
+        .with_state(Db)
+        .tool(Tool::new("t").handler(|State(_): State<Db>, _: NoArguments| async { "x" }))
+        .build();
+    assert!(ok.is_ok());
+}
