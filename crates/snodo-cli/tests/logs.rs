@@ -7,6 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use snodo_testkit::R2026_07_28;
 
 #[test]
 fn stdio_logs_go_to_stderr_as_json() {
@@ -22,10 +23,11 @@ fn stdio_logs_go_to_stderr_as_json() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let request = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
-        "name":"search","arguments":{"query":"needle"},
-        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-                 "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let request = R2026_07_28
+        .request("tools/call")
+        .id(1)
+        .params(json!({"name":"search","arguments":{"query":"needle"}}))
+        .body();
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{request}").unwrap();
     drop(stdin);
