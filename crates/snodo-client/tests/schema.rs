@@ -15,6 +15,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 use snodo::http::McpService;
 use snodo_client::Protocol;
+use snodo_testkit::R2026_07_28;
 use snodo_testkit::schema::{assert_schema, violations};
 use support::{Flags, all_versions, builder, exercise, runtime_for};
 
@@ -114,6 +115,14 @@ async fn every_message_validates_against_its_revision() {
                 _ => assert_eq!(version.as_deref(), Some(v), "{v} {method}"),
             }
             if v == "2026-07-28" {
+                // The shared test support's requests carry the headers this client sends.
+                let model = R2026_07_28
+                    .request(method)
+                    .params(m["params"].clone())
+                    .headers();
+                for (name, value) in model {
+                    assert_eq!(h(&name).as_deref(), Some(value.as_str()), "{name}: {m}");
+                }
                 assert_eq!(h("mcp-method").as_deref(), Some(method), "{m}");
                 let meta = &m["params"]["_meta"];
                 assert_eq!(

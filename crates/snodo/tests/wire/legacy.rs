@@ -25,19 +25,6 @@ const LEGACY: [&str; 2] = [V25, V06];
 /// The 2026 dialect first, then the initialize-era ones in the opposite order.
 const REVERSED: [&Dialect; 3] = [&V2026_07_28, &V2025_06_18, &V2025_11_25];
 
-/// Every tool of the fixture, in registration order.
-const ALL_TOOLS: [&str; 10] = [
-    "echo",
-    "structured",
-    "failing",
-    "array_output",
-    "panics",
-    "progress",
-    "regional",
-    "wait",
-    "caller",
-    "logs",
-];
 /// What an initialize-era client may see: everything but the array-output tool.
 const LEGACY_TOOLS: [&str; 9] = [
     "echo",

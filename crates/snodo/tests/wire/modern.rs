@@ -442,21 +442,7 @@ async fn tools_list_and_calls() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "echo",
-            "structured",
-            "failing",
-            "array_output",
-            "panics",
-            "progress",
-            "regional",
-            "wait",
-            "caller",
-            "logs"
-        ]
-    );
+    assert_eq!(names, ALL_TOOLS);
     let again = s.modern(json!(2), "tools/list", json!({}), json!({})).await;
     assert_eq!(
         again.result()["tools"],

@@ -30,6 +30,20 @@ pub use snodo_testkit::{
 pub const ALL: [&Dialect; 3] = [&V2026_07_28, &V2025_11_25, &V2025_06_18];
 pub const MODERN: [&Dialect; 1] = [&V2026_07_28];
 
+/// Every tool of the fixture, in registration order.
+pub const ALL_TOOLS: [&str; 10] = [
+    "echo",
+    "structured",
+    "failing",
+    "array_output",
+    "panics",
+    "progress",
+    "regional",
+    "wait",
+    "caller",
+    "logs",
+];
+
 /// A server running in the background of the test; stopped on drop.
 pub struct TestServer {
     pub addr: SocketAddr,
