@@ -7,6 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use snodo_testkit::R2026_07_28;
 
 #[test]
 fn stdio_logs_go_to_stderr_as_json() {
@@ -22,12 +23,14 @@ fn stdio_logs_go_to_stderr_as_json() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let request = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
-        "name":"search","arguments":{"query":"needle"},
-        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-                 "io.modelcontextprotocol/clientCapabilities":{}}}});
-    let mut by_name = request.clone();
-    by_name["id"] = json!("x y");
+    let call = |id: serde_json::Value| {
+        R2026_07_28
+            .request("tools/call")
+            .id(id)
+            .params(json!({"name":"search","arguments":{"query":"needle"}}))
+            .body()
+    };
+    let (request, by_name) = (call(json!(1)), call(json!("x y")));
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{request}").unwrap();
     writeln!(stdin, "{by_name}").unwrap();

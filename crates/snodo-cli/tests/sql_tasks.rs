@@ -10,6 +10,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
+use snodo_testkit::R2026_07_28;
 
 struct Fixture {
     child: Child,
@@ -40,14 +41,14 @@ impl Fixture {
     }
 
     /// One 2026-07-28 request declaring the tasks extension; the response's result.
-    fn call(&mut self, method: &str, mut params: Value) -> Value {
+    fn call(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities":
-                {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-        });
-        let msg = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        let msg = R2026_07_28
+            .request(method)
+            .id(self.next)
+            .params(params)
+            .capabilities(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+            .body();
         writeln!(self.stdin, "{msg}").unwrap();
         self.stdin.flush().unwrap();
         loop {

@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use snodo_testkit::R2026_07_28;
 
 const V: &str = "2026-07-28";
 
@@ -54,12 +55,8 @@ impl Server {
         self.write(format!("{message}\n").as_bytes());
     }
 
-    fn modern(&mut self, id: i64, method: &str, mut params: Value) {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": V,
-            "io.modelcontextprotocol/clientCapabilities": {}
-        });
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}));
+    fn modern(&mut self, id: i64, method: &str, params: Value) {
+        self.send(&R2026_07_28.request(method).id(id).params(params).message());
     }
 
     fn recv(&self) -> Value {
@@ -104,19 +101,9 @@ impl Drop for Server {
     }
 }
 
+/// Validates against the 2026-07-28 schema (the shared test support's validator).
 fn assert_schema(definition: &str, instance: &Value) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../snodo/tests/schema/2026-07-28.json"
-    );
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    doc["$ref"] = json!(format!("#/$defs/{definition}"));
-    let validator = jsonschema::options().build(&doc).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{definition}: {errors:?}\n{instance}");
+    snodo_testkit::assert_schema(V, definition, instance);
 }
 
 #[test]
@@ -212,14 +199,12 @@ fn sigterm_ends_the_server() {
 
 /// The requests of a short session, one per line, and the ids whose answers it expects.
 fn session_lines() -> String {
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": V,
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
-        "params":{"name":"echo","arguments":{"text":"over a socket"},"_meta":meta}});
-    let discover =
-        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":meta}});
+    let call = R2026_07_28
+        .request("tools/call")
+        .id(2)
+        .params(json!({"name":"echo","arguments":{"text":"over a socket"}}))
+        .body();
+    let discover = R2026_07_28.request("server/discover").id(1).body();
     format!("{discover}\n{call}\n")
 }
 

@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -16,6 +15,8 @@ use axum::response::Response;
 use serde_json::{Value, json};
 use snodo::http::McpService;
 use snodo_client::Protocol;
+use snodo_testkit::R2026_07_28;
+use snodo_testkit::schema::{assert_schema, violations};
 use support::{Flags, all_versions, builder, exercise, runtime_for};
 
 type Seen = Arc<Mutex<Vec<(HeaderMap, Value)>>>;
@@ -46,50 +47,6 @@ async fn forward(
         .unwrap_or_else(|e| panic!("{e}"));
     let resp = p.service.handle(req).await;
     resp.map(axum::body::Body::new)
-}
-
-fn validator(revision: &str, definition: &str) -> Arc<jsonschema::Validator> {
-    type Cache = Mutex<HashMap<(String, String), Arc<jsonschema::Validator>>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = (revision.to_owned(), definition.to_owned());
-    if let Some(v) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Arc::clone(v);
-    }
-    // The official schemas, kept once in the server crate's tests.
-    let path = format!(
-        "{}/../snodo/tests/schema/{revision}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-    let defs = if doc.get("$defs").is_some() {
-        "$defs"
-    } else {
-        "definitions"
-    };
-    assert!(
-        doc[defs].get(definition).is_some(),
-        "{revision} has no {definition}"
-    );
-    doc["$ref"] = json!(format!("#/{defs}/{definition}"));
-    let v = Arc::new(jsonschema::validator_for(&doc).unwrap_or_else(|e| panic!("{e}")));
-    cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, Arc::clone(&v));
-    v
-}
-
-fn assert_schema(revision: &str, definition: &str, instance: &Value) {
-    let errors: Vec<String> = validator(revision, definition)
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{revision} {definition}: {errors:?}\n{instance}"
-    );
 }
 
 #[tokio::test]
@@ -158,6 +115,14 @@ async fn every_message_validates_against_its_revision() {
                 _ => assert_eq!(version.as_deref(), Some(v), "{v} {method}"),
             }
             if v == "2026-07-28" {
+                // The shared test support's requests carry the headers this client sends.
+                let model = R2026_07_28
+                    .request(method)
+                    .params(m["params"].clone())
+                    .headers();
+                for (name, value) in model {
+                    assert_eq!(h(&name).as_deref(), Some(value.as_str()), "{name}: {m}");
+                }
                 assert_eq!(h("mcp-method").as_deref(), Some(method), "{m}");
                 let meta = &m["params"]["_meta"];
                 assert_eq!(
@@ -199,6 +164,6 @@ async fn every_message_validates_against_its_revision() {
 fn the_validator_refuses_a_malformed_request() {
     let bad = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
     for v in all_versions() {
-        assert!(!validator(v, "ClientRequest").is_valid(&bad), "{v}");
+        assert!(!violations(v, "ClientRequest", &bad).is_empty(), "{v}");
     }
 }

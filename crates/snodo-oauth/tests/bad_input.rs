@@ -225,8 +225,8 @@ async fn no_keys_at_all_is_401_never_500_and_nothing_secret() {
     let r = bearer(&cold, &token, "whoami").await;
     assert_401(&r, &cold, Some("invalid_token"));
     let signature = token.rsplit('.').next().unwrap_or_default();
-    assert!(!r.body.contains(signature) && !r.challenge().contains(signature));
-    assert!(!r.body.contains("/jwks"), "no internals: {}", r.body);
+    assert!(!r.text().contains(signature) && !r.challenge().contains(signature));
+    assert!(!r.text().contains("/jwks"), "no internals: {}", r.text());
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use snodo_oauth::Introspection;
+use snodo_testkit::R2026_07_28;
 use support::mcp::{
     Mcp, assert_401, bearer, claims, config, free_port, mcp, metadata_url, post, resource, setup,
 };
@@ -107,15 +108,12 @@ async fn step_up_names_every_scope_the_operation_needs_on_every_dialect() {
 }
 
 async fn list(m: &Mcp, token: &str) -> Vec<String> {
-    let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-    }}})
-    .to_string();
-    let headers = format!(
-        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nAuthorization: Bearer {token}\r\n"
-    );
-    let r = post(m, "/mcp", &headers, &body).await;
+    let r = R2026_07_28
+        .request("tools/list")
+        .id(2)
+        .header("Authorization", &format!("Bearer {token}"))
+        .post(m.addr)
+        .await;
     assert_eq!(r.status, 200, "{r:?}");
     r.json()["result"]["tools"]
         .as_array()

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "wire/support.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod support;
 
 use std::net::SocketAddr;
@@ -17,21 +17,20 @@ use snodo::http::{HttpConfig, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use support::{MODERN, Reply, TestServer, builder};
+use support::{MODERN, R2026_07_28, Reply, TestServer, builder};
 
 const V: &str = "2026-07-28";
 
-fn meta() -> Value {
-    json!({"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {}})
-}
-
 fn echo_body(id: i64, text: &str) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"text":text},"_meta":meta()}}).to_string()
+    R2026_07_28
+        .request("tools/call")
+        .id(id)
+        .params(json!({"name":"echo","arguments":{"text":text}}))
+        .body()
 }
 
 fn discover_body(id: i64) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"server/discover","params":{"_meta":meta()}})
-        .to_string()
+    R2026_07_28.request("server/discover").id(id).body()
 }
 
 const ECHO_HEADERS: [(&str, &str); 3] = [
@@ -359,7 +358,7 @@ async fn deep_nesting_is_a_clear_400_and_the_server_survives() {
     for (i, nested) in [&deep_arrays, &deep_objects].into_iter().enumerate() {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list","params":{{"_meta":{},"deep":{nested}}}}}"#,
-            meta()
+            R2026_07_28.meta()
         );
         let r = s.post(&h, &body).await;
         let m = assert_rpc_error(&r, 400, -32602);
@@ -369,20 +368,24 @@ async fn deep_nesting_is_a_clear_400_and_the_server_survives() {
     // Nesting inside a tool argument value: refused the same way.
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":{deep_arrays}}},"_meta":{}}}}}"#,
-        meta()
+        R2026_07_28.meta()
     );
     assert_rpc_error(&s.post(&ECHO_HEADERS, &body).await, 400, -32602);
 
     // An unknown envelope member is skipped without recursion: the request is served.
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":8,"method":"tools/list","x":{deep_arrays},"params":{{"_meta":{}}}}}"#,
-        meta()
+        R2026_07_28.meta()
     );
     let r = s.post(&h, &body).await;
     assert_eq!(r.status, 200, "{}", r.text());
 
     // Moderate nesting (100 levels) in an argument the tool accepts is fine.
-    let ok = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"structured","arguments":{"value": nest(100)},"_meta":meta()}}).to_string();
+    let ok = R2026_07_28
+        .request("tools/call")
+        .id(9)
+        .params(json!({"name":"structured","arguments":{"value": nest(100)}}))
+        .body();
     let r = s
         .post(
             &[
@@ -426,15 +429,12 @@ async fn long_strings_are_bounded_by_the_body_limit() {
     );
     // String ids are bounded separately (256 bytes).
     let id = "i".repeat(300);
-    let body =
-        json!({"jsonrpc":"2.0","id":id,"method":"server/discover","params":{"_meta":meta()}})
-            .to_string();
+    let body = R2026_07_28.request("server/discover").id(id).body();
     let m = assert_rpc_error(&s.post(&DISCOVER_HEADERS, &body).await, 400, -32600);
     assert_eq!(m["id"], Value::Null);
     // A long method name is refused by the header mirror check, not echoed into a header.
     let method = "m".repeat(64 * 1024);
-    let body =
-        json!({"jsonrpc":"2.0","id":3,"method":method,"params":{"_meta":meta()}}).to_string();
+    let body = R2026_07_28.request(&method).id(3).body();
     let r = s
         .post(
             &[
@@ -505,7 +505,11 @@ async fn a_full_execution_queue_is_503_and_queued_requests_are_served() {
     let wait = |id: i64, ms: u64| {
         let s = s.clone();
         tokio::spawn(async move {
-            let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"wait","arguments":{"tag":format!("limits-{id}"),"ms":ms},"_meta":meta()}}).to_string();
+            let body = R2026_07_28
+                .request("tools/call")
+                .id(id)
+                .params(json!({"name":"wait","arguments":{"tag":format!("limits-{id}"),"ms":ms}}))
+                .body();
             s.post(
                 &[
                     ("MCP-Protocol-Version", V),
@@ -551,7 +555,11 @@ async fn the_request_deadline_covers_queueing() {
     let busy = {
         let s = s.clone();
         tokio::spawn(async move {
-            let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stubborn","arguments":{},"_meta":meta()}}).to_string();
+            let body = R2026_07_28
+                .request("tools/call")
+                .id(1)
+                .params(json!({"name":"stubborn","arguments":{}}))
+                .body();
             s.post(
                 &[
                     ("MCP-Protocol-Version", V),

@@ -5,11 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "wire/support.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod support;
 
 #[path = "stdio/client.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod client;
 
 #[path = "observe/capture.rs"]

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "wire/support.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod support;
 
 #[path = "wire/modern.rs"]
@@ -35,3 +35,6 @@ mod skills;
 
 #[path = "wire/apps.rs"]
 mod apps;
+
+#[path = "wire/rules.rs"]
+mod rules;

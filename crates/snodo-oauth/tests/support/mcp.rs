@@ -9,6 +9,7 @@ use snodo::http::{HttpConfig, Server};
 use snodo::protocol::{V2025_03_26, V2025_11_25, V2026_07_28};
 use snodo::{NoArguments, Refusal, Runtime, Tool, ToolResult};
 use snodo_oauth::{OAuthConfig, ResourceServer, ScopePolicy, TokenInfo};
+use snodo_testkit::R2026_07_28;
 
 pub struct Mcp {
     pub addr: SocketAddr,
@@ -124,19 +125,14 @@ pub async fn post(m: &Mcp, target: &str, headers: &str, body: &str) -> Reply {
 
 /// A 2026-07-28 tools/call, with `authorization` as the Authorization header value.
 pub async fn call(m: &Mcp, authorization: Option<&str>, tool: &str) -> Reply {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
-        "name": tool, "arguments": {},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}
-        }
-    }})
-    .to_string();
-    let auth = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
-    let headers = format!(
-        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n{auth}"
-    );
-    post(m, "/mcp", &headers, &body).await
+    let mut request = R2026_07_28
+        .request("tools/call")
+        .id(1)
+        .params(json!({"name": tool, "arguments": {}}));
+    if let Some(a) = authorization {
+        request = request.header("Authorization", a);
+    }
+    request.post(m.addr).await
 }
 
 pub async fn bearer(m: &Mcp, token: &str, tool: &str) -> Reply {

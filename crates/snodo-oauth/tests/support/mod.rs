@@ -8,14 +8,14 @@ pub mod mcp;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 /// A signing key and its public JWK.
 pub struct SigningKey {
@@ -292,60 +292,5 @@ async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Option<(String, S
     }
 }
 
-/// A raw HTTP answer.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-}
-
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn challenge(&self) -> &str {
-        self.header("www-authenticate").unwrap_or_default()
-    }
-
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-}
-
-/// Sends `raw` to `addr` and reads the whole answer (the request asks to close).
-pub async fn send(addr: SocketAddr, raw: &str) -> Reply {
-    let mut stream = TcpStream::connect(addr)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    stream
-        .write_all(raw.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut buf))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
-}
+/// A raw HTTP answer and the client that reads it: the shared test support's.
+pub use snodo_testkit::http::{Reply, send};

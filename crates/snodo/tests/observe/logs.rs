@@ -8,18 +8,13 @@ use snodo::http::{BearerTokens, HttpConfig};
 
 use crate::capture::{Captured, Fields};
 use crate::client::Client;
-use crate::support::{MODERN, TestServer, builder};
+use crate::support::{MODERN, R2026_07_28, TestServer, builder};
 
 const SECRET_ARGUMENT: &str = "s3cr3t-argument-value";
 const TOKEN: &str = "tok-abcdef-123456";
 
 fn modern_body(id: u64, method: &str, params: Value) -> String {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string()
+    R2026_07_28.request(method).id(id).params(params).body()
 }
 
 fn assert_nothing_secret(events: &[Fields]) {

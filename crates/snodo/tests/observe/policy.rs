@@ -9,7 +9,7 @@ use snodo::http::{BearerTokens, HttpConfig};
 use snodo::{LIMIT_META_KEY, NoArguments, Principal, RateLimit, Runtime, Tool, ToolResult};
 
 use crate::client::{Client, assert_response};
-use crate::support::{MODERN, TestServer, WaitArgs, assert_valid, builder};
+use crate::support::{MODERN, R2026_07_28, TestServer, WaitArgs, assert_valid, builder};
 
 fn runtime() -> Runtime {
     builder(&MODERN)
@@ -39,10 +39,11 @@ fn runtime() -> Runtime {
 }
 
 fn call_body(id: u64, tool: &str, arguments: Value) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":arguments,"_meta":{
-        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities":{}}}})
-    .to_string()
+    R2026_07_28
+        .request("tools/call")
+        .id(id)
+        .params(json!({"name": tool, "arguments": arguments}))
+        .body()
 }
 
 fn limit(result: &Value) -> &Value {

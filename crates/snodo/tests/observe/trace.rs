@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use snodo::{NoArguments, Runtime, Tool, ToolResult};
 
 use crate::client::Client;
-use crate::support::{MODERN, TestServer, builder};
+use crate::support::{MODERN, R2026_07_28, TestServer, builder};
 
 pub const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// Sampled (flags 01): the SDK's parent-based sampler drops spans of unsampled parents.
@@ -26,10 +26,12 @@ pub fn runtime() -> Runtime {
 }
 
 pub fn call_body(id: u64, meta: Value) -> String {
-    let mut meta = meta;
-    meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
-    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"trace","arguments":{},"_meta":meta}}).to_string()
+    R2026_07_28
+        .request("tools/call")
+        .id(id)
+        .params(json!({"name": "trace", "arguments": {}}))
+        .meta_members(&meta)
+        .body()
 }
 
 pub const HEADERS: [(&str, &str); 3] = [

@@ -25,19 +25,6 @@ const LEGACY: [&str; 2] = [V25, V06];
 /// The 2026 dialect first, then the initialize-era ones in the opposite order.
 const REVERSED: [&Dialect; 3] = [&V2026_07_28, &V2025_06_18, &V2025_11_25];
 
-/// Every tool of the fixture, in registration order.
-const ALL_TOOLS: [&str; 10] = [
-    "echo",
-    "structured",
-    "failing",
-    "array_output",
-    "panics",
-    "progress",
-    "regional",
-    "wait",
-    "caller",
-    "logs",
-];
 /// What an initialize-era client may see: everything but the array-output tool.
 const LEGACY_TOOLS: [&str; 9] = [
     "echo",
@@ -86,56 +73,21 @@ fn request_body(id: Value, method: &str, params: Option<Value>) -> String {
     body.to_string()
 }
 
-/// Asserts that `result` carries none of the 2026 result envelope.
-fn assert_no_envelope(result: &Value, what: &str) {
-    for key in ["resultType", "ttlMs", "cacheScope"] {
-        assert!(result.get(key).is_none(), "{what}: {key} in {result}");
-    }
-    assert!(
-        result
-            .get("_meta")
-            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
-            .is_none(),
-        "{what}: _meta serverInfo in {result}"
-    );
-}
-
 /// Asserts a legacy success in a plain JSON response and returns its result.
 fn legacy_ok(r: &Reply, revision: &str, method: &str) -> Value {
-    assert_eq!(r.status, 200, "{revision} {method}: {}", r.text());
-    assert_eq!(
-        r.header("content-type"),
-        Some("application/json"),
-        "{revision} {method}"
-    );
-    assert!(r.header("mcp-session-id").is_none(), "{revision} {method}");
-    assert_valid(revision, method, r);
-    let result = r.result();
-    assert_no_envelope(&result, &format!("{revision} {method}"));
-    result
+    assert_ok(r, Revision::named(revision), method)
 }
 
 /// Asserts a JSON-RPC error sent in band: HTTP 200, JSON, the request id, `code`, and
-/// a body valid for `revision`. Returns the error object.
+/// a body valid for `revision` (the shared error assertion of an initialize-era
+/// revision). Returns the error object.
 fn assert_in_band(r: &Reply, revision: &str, method: &str, id: &Value, code: i64) -> Value {
-    assert_eq!(r.status, 200, "{revision} {method}: {}", r.text());
-    assert_eq!(r.header("content-type"), Some("application/json"));
-    let m = r.json();
-    assert_eq!(m["id"], *id, "{revision} {method}: {m}");
-    assert_eq!(m["error"]["code"], code, "{revision} {method}: {m}");
-    assert!(m.get("result").is_none(), "{m}");
-    assert_valid(revision, method, r);
-    m["error"].clone()
-}
-
-/// Asserts a refusal with `status`, JSON-RPC `code` and the request id. Returns the error.
-fn assert_refused(r: &Reply, status: u16, code: i64, id: &Value) -> Value {
-    assert_eq!(r.status, status, "{}", r.text());
-    assert_eq!(r.header("content-type"), Some("application/json"));
-    let m = r.json();
-    assert_eq!(m["error"]["code"], code, "{m}");
-    assert_eq!(m["id"], *id, "{m}");
-    m["error"].clone()
+    let revision = Revision::named(revision);
+    assert!(
+        revision.errors_in_band(),
+        "{revision} answers errors in band"
+    );
+    assert_http_error(r, revision, method, id, code)
 }
 
 /// The `name` of every entry of `result[key]`.
@@ -570,28 +522,6 @@ async fn get_and_delete_are_405() {
 }
 
 #[tokio::test]
-async fn session_ids_are_ignored_and_never_issued() {
-    let s = server(&ALL).await;
-    for v in LEGACY {
-        let r = initialize(&s, json!(1), v).await;
-        assert_eq!(r.status, 200);
-        assert!(r.header("mcp-session-id").is_none(), "{v}");
-        let plain = s.legacy(v, json!(2), "tools/list", None).await;
-        for session in ["legacy", "expired-or-unknown"] {
-            let r = s
-                .post(
-                    &[("MCP-Protocol-Version", v), ("Mcp-Session-Id", session)],
-                    &request_body(json!(2), "tools/list", None),
-                )
-                .await;
-            let res = legacy_ok(&r, v, "tools/list");
-            assert!(r.header("mcp-session-id").is_none(), "{v} {session}");
-            assert_eq!(res, plain.result(), "{v} {session}");
-        }
-    }
-}
-
-#[tokio::test]
 async fn requests_before_initialize_are_served() {
     for v in LEGACY {
         let s = server(&ALL).await;
@@ -612,21 +542,6 @@ async fn requests_before_initialize_are_served() {
             names(&legacy_ok(&r, v, "tools/list"), "tools"),
             LEGACY_TOOLS
         );
-    }
-}
-
-#[tokio::test]
-async fn client_notifications_and_responses_are_accepted_with_202() {
-    let s = server(&ALL).await;
-    for v in LEGACY {
-        for body in [
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
-            r#"{"jsonrpc":"2.0","id":9,"result":{}}"#,
-        ] {
-            let r = s.post(&[("MCP-Protocol-Version", v)], body).await;
-            assert_eq!(r.status, 202, "{v} {body}: {}", r.text());
-            assert!(r.body.is_empty());
-        }
     }
 }
 
@@ -677,37 +592,6 @@ async fn execution_errors_travel_with_http_200() {
             assert_in_band(&r, v, method, &json!(6), -32602);
         }
     }
-}
-
-#[tokio::test]
-async fn the_2026_dialect_keeps_its_statuses_on_the_same_server() {
-    let s = server(&ALL).await;
-    let r = s
-        .modern(
-            json!(7),
-            "tools/call",
-            json!({"name":"x","arguments":{}}),
-            json!({}),
-        )
-        .await;
-    let e = assert_refused(&r, 400, -32602, &json!(7));
-    assert_eq!(e["message"], "Unknown tool: x");
-    let r = s
-        .modern(json!(8), "unknown/method", json!({}), json!({}))
-        .await;
-    assert_refused(&r, 404, -32601, &json!(8));
-    // ... while the same requests on an initialize-era dialect are 200.
-    let r = s
-        .legacy(
-            V25,
-            json!(7),
-            "tools/call",
-            Some(json!({"name":"x","arguments":{}})),
-        )
-        .await;
-    assert_in_band(&r, V25, "tools/call", &json!(7), -32602);
-    let r = s.legacy(V25, json!(8), "unknown/method", None).await;
-    assert_in_band(&r, V25, "unknown/method", &json!(8), -32601);
 }
 
 #[tokio::test]
@@ -776,29 +660,6 @@ async fn missing_resources_are_32002_with_the_uri() {
         )
         .await;
     assert_refused(&r, 400, -32602, &json!(16));
-}
-
-#[tokio::test]
-async fn a_panicking_tool_is_an_in_band_internal_error() {
-    let s = server(&ALL).await;
-    for v in LEGACY {
-        let r = s
-            .legacy(v, json!(17), "tools/call", Some(json!({"name":"panics"})))
-            .await;
-        assert_in_band(&r, v, "tools/call", &json!(17), -32603);
-        let r = s
-            .legacy(
-                v,
-                json!(18),
-                "tools/call",
-                Some(json!({"name":"echo","arguments":{"text":"still here"}})),
-            )
-            .await;
-        assert_eq!(
-            legacy_ok(&r, v, "tools/call")["content"][0]["text"],
-            "still here"
-        );
-    }
 }
 
 // ---- admission keeps its statuses ----------------------------------------------------
@@ -1209,52 +1070,6 @@ async fn tool_failures_stay_readable_results() {
 }
 
 // ---- progress and logs over SSE --------------------------------------------------------
-
-#[tokio::test]
-async fn progress_streams_over_sse_on_legacy() {
-    let s = server(&ALL).await;
-    for (v, token) in [(V25, json!("legacy-progress")), (V06, json!(7))] {
-        let body = json!({"jsonrpc":"2.0","id":"p1","method":"tools/call","params":{
-            "name":"progress","arguments":{},"_meta":{"progressToken": token}}})
-        .to_string();
-        let r = s.post(&[("MCP-Protocol-Version", v)], &body).await;
-        assert_eq!(r.status, 200, "{v}: {}", r.text());
-        assert_eq!(r.header("content-type"), Some("text/event-stream"));
-        assert!(r.header("mcp-session-id").is_none());
-        assert_valid(v, "tools/call", &r);
-        let events = r.events();
-        assert_eq!(events.len(), 4, "{v}: {events:?}");
-        for (n, expected) in events[..3].iter().zip([0.0, 50.0, 100.0]) {
-            assert_eq!(n["jsonrpc"], "2.0");
-            assert_eq!(n["method"], "notifications/progress", "{n}");
-            assert!(n.get("id").is_none(), "{n}");
-            assert_eq!(n["params"]["progressToken"], token, "{n}");
-            assert_eq!(n["params"]["progress"].as_f64(), Some(expected), "{n}");
-            assert_eq!(n["params"]["total"].as_f64(), Some(100.0), "{n}");
-        }
-        let last = &events[3];
-        assert_eq!(last["id"], "p1");
-        assert_eq!(
-            last["result"],
-            json!({"content":[{"type":"text","text":"done"}],"isError":false})
-        );
-        assert_no_envelope(&last["result"], v);
-    }
-}
-
-#[tokio::test]
-async fn progress_without_a_token_is_plain_json() {
-    let s = server(&ALL).await;
-    for v in LEGACY {
-        let r = s
-            .legacy(v, json!(1), "tools/call", Some(json!({"name":"progress"})))
-            .await;
-        assert_eq!(
-            legacy_ok(&r, v, "tools/call"),
-            json!({"content":[{"type":"text","text":"done"}],"isError":false})
-        );
-    }
-}
 
 #[tokio::test]
 async fn handler_logs_stream_at_the_runtime_level_on_legacy() {

@@ -15,11 +15,12 @@ use super::support::*;
 const V: &str = "2026-07-28";
 
 fn call_body(id: Value, tool: &str, args: Value, extra_meta: Value) -> String {
-    let mut meta = json!({"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {}});
-    for (k, v) in extra_meta.as_object().unwrap() {
-        meta[k] = v.clone();
-    }
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args,"_meta":meta}}).to_string()
+    R2026_07_28
+        .request("tools/call")
+        .id(id)
+        .params(json!({"name": tool, "arguments": args}))
+        .meta_members(&extra_meta)
+        .body()
 }
 
 fn call_headers<'a>(tool: &'a str, auth: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
@@ -42,33 +43,6 @@ fn bearer() -> BearerTokens {
     BearerTokens::new("https://mcp.example.com/.well-known/oauth-protected-resource")
         .token("alpha", Principal::new("alice"))
         .token("beta", Principal::new("bob"))
-}
-
-#[tokio::test]
-async fn progress_streams_before_the_result() {
-    let s = server(&MODERN).await;
-    let body = call_body(
-        json!(7),
-        "progress",
-        json!({}),
-        json!({"progressToken": "p-1"}),
-    );
-    let r = s.post(&call_headers("progress", None), &body).await;
-    assert_eq!(r.status, 200);
-    assert_eq!(r.header("content-type"), Some("text/event-stream"));
-    assert_eq!(r.header("cache-control"), Some("no-cache"));
-    assert_eq!(r.header("x-accel-buffering"), Some("no"));
-    let events = r.events();
-    assert_eq!(events.len(), 4, "{events:?}");
-    for (e, p) in events.iter().zip([0, 50, 100]) {
-        assert_eq!(e["method"], "notifications/progress");
-        assert_eq!(e["params"]["progressToken"], "p-1");
-        assert_eq!(e["params"]["progress"].as_f64(), Some(f64::from(p)));
-        assert_eq!(e["params"]["total"].as_f64(), Some(100.0));
-    }
-    assert_eq!(events[3]["id"], 7);
-    assert_eq!(events[3]["result"]["resultType"], "complete");
-    assert_valid(V, "tools/call", &r);
 }
 
 #[tokio::test]

@@ -1,10 +1,10 @@
-//! Wire-test support: a real server on an ephemeral loopback port, a raw HTTP/1.1
-//! client that sends literal requests, and JSON Schema validation of every body
-//! against the official schema of the revision it was sent in.
+//! Wire-test support of the snodo crate: a real server on an ephemeral loopback port
+//! and the fixture runtime. The raw HTTP/1.1 client, the requests per revision, the
+//! error assertions and the schema validation are the workspace's one test-support
+//! layer, `snodo-testkit`, re-exported here.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -16,12 +16,33 @@ use snodo::{
     Content, Json, NoArguments, Prompt, PromptMessage, PromptResult, Resource, ResourceContents,
     ResourceTemplate, Runtime, RuntimeBuilder, Tool, ToolResult,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+
+pub use snodo_testkit::errors::{assert_error, assert_http_error, assert_refused, assert_says};
+pub use snodo_testkit::schema::{
+    assert_notification, assert_response, assert_schema, assert_valid, result_definition,
+};
+pub use snodo_testkit::{
+    INITIALIZE_ERA, R2025_03_26, R2025_06_18, R2025_11_25, R2026_07_28, Reply, Request, Revision,
+    Stream,
+};
 
 pub const ALL: [&Dialect; 3] = [&V2026_07_28, &V2025_11_25, &V2025_06_18];
 pub const MODERN: [&Dialect; 1] = [&V2026_07_28];
+
+/// Every tool of the fixture, in registration order.
+pub const ALL_TOOLS: [&str; 10] = [
+    "echo",
+    "structured",
+    "failing",
+    "array_output",
+    "panics",
+    "progress",
+    "regional",
+    "wait",
+    "caller",
+    "logs",
+];
 
 /// A server running in the background of the test; stopped on drop.
 pub struct TestServer {
@@ -70,53 +91,32 @@ impl TestServer {
 
     /// Sends `raw` (a literal HTTP/1.1 request; `{host}` is replaced by the address).
     pub async fn raw(&self, raw: &str) -> Reply {
-        send(self.addr, &raw.replace("{host}", &self.addr.to_string())).await
+        snodo_testkit::http::send(self.addr, &raw.replace("{host}", &self.addr.to_string())).await
     }
 
     /// POSTs `body` to /mcp with the standard media headers plus `headers`.
     pub async fn post(&self, headers: &[(&str, &str)], body: &str) -> Reply {
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
-            self.addr
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str(&format!(
-            "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ));
-        send(self.addr, &req).await
+        snodo_testkit::http::post(self.addr, headers, body).await
+    }
+
+    /// Sends `request` (its revision's headers and `_meta`).
+    pub async fn send(&self, request: &Request) -> Reply {
+        request.post(self.addr).await
     }
 
     /// A 2026-07-28 request with correct headers and `_meta` (capabilities `caps`).
-    pub async fn modern(&self, id: Value, method: &str, mut params: Value, caps: Value) -> Reply {
-        let meta = params
-            .as_object_mut()
-            .unwrap()
-            .entry("_meta")
-            .or_insert_with(|| json!({}));
-        meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
-        meta["io.modelcontextprotocol/clientCapabilities"] = caps;
-        let name = params
-            .get("name")
-            .or_else(|| params.get("uri"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let body = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string();
-        let mut headers = vec![
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", method),
-        ];
-        if let Some(n) = &name {
-            if matches!(method, "tools/call" | "prompts/get" | "resources/read") {
-                headers.push(("Mcp-Name", n.as_str()));
-            }
-        }
-        self.post(&headers, &body).await
+    pub async fn modern(&self, id: Value, method: &str, params: Value, caps: Value) -> Reply {
+        self.send(
+            &R2026_07_28
+                .request(method)
+                .id(id)
+                .params(params)
+                .capabilities(caps),
+        )
+        .await
     }
 
-    /// An initialize-era request with the version header.
+    /// An initialize-era request with the version header (any version string).
     pub async fn legacy(
         &self,
         version: &str,
@@ -131,312 +131,65 @@ impl TestServer {
         self.post(&[("MCP-Protocol-Version", version)], &body.to_string())
             .await
     }
-}
 
-/// An open SSE response read frame by frame.
-pub struct Stream {
-    pub status: u16,
-    pub head: String,
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Stream {
-    /// The next `data:` event (skipping comments), or `None` after `wait`.
-    pub async fn next(&mut self, wait: Duration) -> Option<Value> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let text = String::from_utf8_lossy(&self.buf).into_owned();
-            if let Some(end) = text.find("\n\n") {
-                let frame = text[..end].to_owned();
-                let consumed = frame.len() + 2;
-                // Drop the frame and any chunk-size lines around it.
-                self.buf.drain(..consumed);
-                if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
-                    return Some(serde_json::from_str(data).unwrap());
-                }
-                continue;
-            }
-            let mut chunk = [0u8; 4096];
-            let n = tokio::time::timeout_at(deadline, self.stream.read(&mut chunk))
-                .await
-                .ok()?
-                .ok()?;
-            if n == 0 {
-                return None;
-            }
-            // Remove chunked-encoding size lines (hex digits alone on a line).
-            let piece = String::from_utf8_lossy(&chunk[..n]).into_owned();
-            let cleaned: String = piece
-                .split("\r\n")
-                .filter(|l| {
-                    !(l.len() <= 6 && !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
-                })
-                .collect::<Vec<_>>()
-                .join("");
-            self.buf.extend_from_slice(cleaned.as_bytes());
-        }
-    }
-}
-
-impl TestServer {
     /// POSTs and keeps the response open as a stream.
     pub async fn open(&self, headers: &[(&str, &str)], body: &str) -> Stream {
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
-            self.addr
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-        let mut stream = TcpStream::connect(self.addr).await.unwrap();
-        stream.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        let split = loop {
-            let n = stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "connection closed before the head");
-            buf.extend_from_slice(&chunk[..n]);
-            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break p;
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..split]).into_owned();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        let rest = String::from_utf8_lossy(&buf[split + 4..]).into_owned();
-        let cleaned: String = rest
-            .split("\r\n")
-            .filter(|l| {
-                !(l.len() <= 6 && !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
-            })
-            .collect::<Vec<_>>()
-            .join("");
-        Stream {
-            status,
-            head,
-            stream,
-            buf: cleaned.into_bytes(),
-        }
+        Stream::open(self.addr, headers, body).await
     }
 }
 
-/// A parsed HTTP response.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+// ---- results per revision ------------------------------------------------------------
 
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+/// Asserts that `result` carries none of the 2026 result envelope.
+pub fn assert_no_envelope(result: &Value, what: &str) {
+    for key in ["resultType", "ttlMs", "cacheScope"] {
+        assert!(result.get(key).is_none(), "{what}: {key} in {result}");
     }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
-    }
-
-    /// The `data:` payloads of an SSE body, parsed.
-    pub fn events(&self) -> Vec<Value> {
-        assert_eq!(
-            self.header("content-type"),
-            Some("text/event-stream"),
-            "not SSE: {}",
-            self.text()
-        );
-        self.text()
-            .split("\n\n")
-            .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect()
-    }
-
-    /// The final JSON-RPC message: the JSON body, or the last SSE event.
-    pub fn message(&self) -> Value {
-        if self.header("content-type") == Some("text/event-stream") {
-            self.events()
-                .pop()
-                .expect("an SSE response carries a final message")
-        } else {
-            self.json()
-        }
-    }
-
-    pub fn result(&self) -> Value {
-        let m = self.message();
-        assert!(m.get("error").is_none(), "expected a result, got {m}");
-        m["result"].clone()
-    }
-
-    pub fn error_code(&self) -> i64 {
-        self.message()["error"]["code"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("expected an error: {}", self.text()))
-    }
-}
-
-async fn send(addr: SocketAddr, raw: &str) -> Reply {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(raw.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut buf))
-        .await
-        .expect("the server answers within 20 s")
-        .unwrap();
-    parse(&buf)
-}
-
-fn parse(buf: &[u8]) -> Reply {
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a complete response head");
-    let head = String::from_utf8_lossy(&buf[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let rest = &buf[split + 4..];
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Reply {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = data.windows(2).position(|w| w == b"\r\n") {
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&data[..eol]).unwrap().trim(), 16).unwrap();
-        data = &data[eol + 2..];
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(&data[..size]);
-        data = &data[size + 2..];
-    }
-    out
-}
-
-// ---- schema validation -----------------------------------------------------------
-
-type Cache = Mutex<HashMap<(String, String), Arc<jsonschema::Validator>>>;
-
-fn validator(revision: &str, definition: &str) -> Arc<jsonschema::Validator> {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = (revision.to_owned(), definition.to_owned());
-    if let Some(v) = cache.lock().unwrap().get(&key) {
-        return Arc::clone(v);
-    }
-    let path = format!(
-        "{}/tests/schema/{revision}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let defs = if doc.get("$defs").is_some() {
-        "$defs"
-    } else {
-        "definitions"
-    };
     assert!(
-        doc[defs].get(definition).is_some(),
-        "{revision} schema has no {definition}"
+        result
+            .get("_meta")
+            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+            .is_none(),
+        "{what}: _meta serverInfo in {result}"
     );
-    doc["$ref"] = json!(format!("#/{defs}/{definition}"));
-    let v = Arc::new(
-        jsonschema::options()
-            .should_validate_formats(true)
-            .build(&doc)
-            .unwrap(),
-    );
-    cache.lock().unwrap().insert(key, Arc::clone(&v));
-    v
 }
 
-/// Asserts that `instance` validates against `definition` of `revision`'s schema.
-pub fn assert_schema(revision: &str, definition: &str, instance: &Value) {
-    let v = validator(revision, definition);
-    let errors: Vec<String> = v
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect();
+/// Asserts the result envelope of `revision` on `result` and returns the result without
+/// it: on 2026-07-28 `resultType` "complete" and the server's `_meta` serverInfo are
+/// there (and are dropped with the cache hints), before it none of them is.
+pub fn without_envelope(revision: Revision, result: &Value) -> Value {
+    let what = format!("{revision} result");
+    if !revision.is_stateless() {
+        assert_no_envelope(result, &what);
+        return result.clone();
+    }
+    assert_eq!(result["resultType"], "complete", "{what}: {result}");
     assert!(
-        errors.is_empty(),
-        "{revision} {definition} violated: {errors:?}\n{instance}"
+        result["_meta"]["io.modelcontextprotocol/serverInfo"].is_object(),
+        "{what}: no serverInfo in {result}"
     );
+    let mut plain = result.clone();
+    let o = plain.as_object_mut().unwrap();
+    for key in ["resultType", "ttlMs", "cacheScope"] {
+        o.remove(key);
+    }
+    let meta = o["_meta"].as_object_mut().unwrap();
+    meta.remove("io.modelcontextprotocol/serverInfo");
+    if meta.is_empty() {
+        o.remove("_meta");
+    }
+    plain
 }
 
-/// The result definition of a method.
-pub fn result_definition(method: &str) -> &'static str {
-    match method {
-        "initialize" => "InitializeResult",
-        "server/discover" => "DiscoverResult",
-        "tools/list" => "ListToolsResult",
-        "tools/call" => "CallToolResult",
-        "prompts/list" => "ListPromptsResult",
-        "prompts/get" => "GetPromptResult",
-        "resources/list" => "ListResourcesResult",
-        "resources/templates/list" => "ListResourceTemplatesResult",
-        "resources/read" => "ReadResourceResult",
-        "completion/complete" => "CompleteResult",
-        _ => "EmptyResult",
-    }
-}
-
-/// Validates a reply's final message (result or error) and every streamed notification.
-pub fn assert_valid(revision: &str, method: &str, reply: &Reply) {
-    if reply.header("content-type") == Some("text/event-stream") {
-        let events = reply.events();
-        for n in &events[..events.len() - 1] {
-            let def = match n["method"].as_str() {
-                Some("notifications/progress") => "ProgressNotification",
-                Some("notifications/message") => "LoggingMessageNotification",
-                other => panic!("unexpected streamed message {other:?}"),
-            };
-            assert_schema(revision, def, n);
-        }
-    }
-    let m = reply.message();
-    if m.get("error").is_some() {
-        let def = match revision {
-            "2025-06-18" | "2025-03-26" => "JSONRPCError",
-            _ => "JSONRPCErrorResponse",
-        };
-        assert_schema(revision, def, &m);
-    } else if m["result"]["resultType"] == "input_required" {
-        assert_schema(revision, "InputRequiredResult", &m["result"]);
-    } else {
-        assert_schema(revision, result_definition(method), &m["result"]);
-    }
+/// Asserts a success answered in plain JSON in `revision`, valid for its schema, without
+/// a session id; returns the result without its envelope ([`without_envelope`]).
+pub fn assert_ok(r: &Reply, revision: Revision, method: &str) -> Value {
+    let what = format!("{revision} {method}");
+    assert_eq!(r.status, 200, "{what}: {}", r.text());
+    assert_eq!(r.header("content-type"), Some("application/json"), "{what}");
+    assert!(r.header("mcp-session-id").is_none(), "{what}");
+    assert_valid(revision.version(), method, r);
+    without_envelope(revision, &r.result())
 }
 
 // ---- a test runtime ----------------------------------------------------------------
