@@ -11,7 +11,6 @@
 //! Nothing secret is recorded: no argument values, no tokens, no `_meta` contents; the
 //! principal's subject only.
 
-use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::protocol::{Method, RequestId, RpcError};
@@ -249,8 +248,8 @@ impl Record {
         self.dialect = Some(call.dialect.version());
         self.id = Some(id.clone());
         self.principal = principal.cloned();
-        if let Some(field) = call.method.name_field() {
-            if let Some(name) = call.params.get(field).and_then(Value::as_str) {
+        if call.method.name_field().is_some() {
+            if let Some(name) = call.target() {
                 self.known_name = match call.method {
                     Method::ToolsCall => call.catalogue.tool(name).is_some(),
                     Method::PromptsGet => call.catalogue.prompt(name).is_some(),

@@ -7,6 +7,7 @@ pub(crate) mod json_text;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;
+pub(crate) mod method_params;
 pub(crate) mod params;
 
 pub use dialect::{

@@ -1,9 +1,10 @@
 //! `tools/call`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{Call, ResultObject, Stop, req_str};
+use super::{Call, ResultObject, Stop};
 use crate::model::ToolResult;
+use crate::protocol::method_params::tool_arguments;
 use crate::protocol::{Dialect, RpcError, StructuredOutput};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
@@ -18,12 +19,8 @@ impl Runtime {
         call: &mut Call,
         ctx: RequestContext,
     ) -> Result<ResultObject, Stop> {
-        let name = req_str(&call.params, "name")?.to_owned();
-        let arguments = match call.arguments.take() {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v,
-            Some(_) => return Err(RpcError::invalid_params("arguments must be an object").into()),
-        };
+        let name = call.params.interactive()?.target.clone();
+        let arguments = tool_arguments(call.arguments.take())?;
         let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
         let catalogue = &call.catalogue;
         let tool = catalogue.tool(&name).ok_or_else(unknown)?;

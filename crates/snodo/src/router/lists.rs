@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::result::raw_array;
-use super::{Answer, Call, Member, Output, ResultObject, opt_str};
+use super::{Answer, Call, Member, Output, ResultObject};
 use crate::protocol::{Method, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
@@ -22,7 +22,7 @@ fn page(
     call: &Call,
     page_size: usize,
 ) -> Result<(std::ops::Range<usize>, Option<String>), RpcError> {
-    let start = match opt_str(&call.params, "cursor")? {
+    let start = match call.params.cursor()? {
         None => 0,
         Some(c) => cursor::decode(c, call.dialect.version(), list_method(call), hash(), len)?,
     };
@@ -83,21 +83,7 @@ fn listing<'a>(
 
 impl Runtime {
     pub(super) fn initialize(&self, call: &Call) -> Output {
-        let p = &call.params;
-        let valid = p
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|v| !v.is_empty())
-            && p.get("capabilities").is_some_and(Value::is_object)
-            && p.get("clientInfo").is_some_and(|c| {
-                c.get("name").is_some_and(Value::is_string)
-                    && c.get("version").is_some_and(Value::is_string)
-            });
-        if !valid {
-            return Err(RpcError::invalid_params(
-                "initialize requires protocolVersion, capabilities and clientInfo name/version",
-            ));
-        }
+        call.params.initialize()?.check()?;
         let catalogue = &call.catalogue;
         let view = catalogue
             .view(call.dialect)
@@ -208,7 +194,9 @@ impl Runtime {
     /// The first page as every caller sees it (no cursor, no authorizer), serialised
     /// once per catalogue: a new catalogue has new listings.
     fn first_page(&self, l: &Listing, call: &Call, key: &str) -> Option<Arc<str>> {
-        if self.inner.authorizer.is_some() || call.params.contains_key("cursor") {
+        let cursor = call.params.cursor().map(|c| c.is_some());
+        // Invalid params (an `Err` here) are refused by `page`.
+        if self.inner.authorizer.is_some() || cursor.unwrap_or(true) {
             return None;
         }
         let page_size = self.inner.page_size;

@@ -21,6 +21,7 @@ use futures_util::FutureExt as _;
 use serde_json::{Map, Value};
 
 use crate::protocol::meta::SERVER_INFO_KEY;
+use crate::protocol::method_params::MethodParams;
 use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::catalogue::Catalogue;
@@ -33,8 +34,9 @@ pub(crate) struct Call {
     pub(crate) dialect: &'static Dialect,
     pub(crate) method: Method,
     pub(crate) method_name: String,
-    pub(crate) params: Map<String, Value>,
-    /// `params.arguments`, kept apart from the other members.
+    /// The method's own members of `params`, read and checked at admission.
+    pub(crate) params: MethodParams,
+    /// `params.arguments`, kept apart from the other members (handed to the handler as JSON).
     pub(crate) arguments: Option<Value>,
     pub(crate) meta: RequestMeta,
     /// The catalogue this request is served from, loaded once at admission.
@@ -90,25 +92,11 @@ impl Stop {
 /// The result of an interactive operation.
 pub(crate) type Interactive = Result<Map<String, Value>, Stop>;
 
-/// Reads an optional string member.
-pub(crate) fn opt_str<'a>(
-    params: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, RpcError> {
-    match params.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a string"))),
-    }
-}
-
-/// Reads a required non-empty string member.
-pub(crate) fn req_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
-    match opt_str(params, key)? {
-        Some(s) if !s.is_empty() => Ok(s),
-        _ => Err(RpcError::invalid_params(format!(
-            "{key} is required and must be a non-empty string"
-        ))),
+impl Call {
+    /// The member `Mcp-Name` mirrors (`params.name`, `params.uri` or `params.taskId`),
+    /// when it is a string.
+    pub(crate) fn target(&self) -> Option<&str> {
+        self.params.target()
     }
 }
 

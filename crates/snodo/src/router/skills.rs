@@ -34,7 +34,6 @@ impl Runtime {
     ) -> Result<ResultObject, RpcError> {
         use serde_json::{Map, Value};
 
-        use super::{opt_str, req_str};
         use crate::protocol::Method;
         use crate::runtime::authz::Component;
         use crate::runtime::cursor;
@@ -53,7 +52,7 @@ impl Runtime {
         let page =
             |key: &str, items: Vec<Value>, hash: u64| -> Result<Map<String, Value>, RpcError> {
                 let (version, method) = (call.dialect.version(), call.method.as_str());
-                let start = match opt_str(&call.params, "cursor")? {
+                let start = match call.params.cursor()? {
                     None => 0,
                     Some(c) => cursor::decode(c, version, method, hash, items.len())?,
                 };
@@ -79,7 +78,7 @@ impl Runtime {
                 page("skills", items, skills.hash())?
             }
             Method::SkillsGet => {
-                let uri = req_str(&call.params, "uri")?;
+                let uri = call.params.uri()?.uri.as_str();
                 let entry = skills.entry(uri).filter(|_| visible(uri)).ok_or_else(|| {
                     RpcError::invalid_params(format!("Unknown skill: {uri}"))
                         .with_data(serde_json::json!({ "uri": uri }))
@@ -89,7 +88,7 @@ impl Runtime {
                 out
             }
             _ => {
-                let uri = req_str(&call.params, "uri")?;
+                let uri = call.params.uri()?.uri.as_str();
                 let children = skills.directory(uri).ok_or_else(|| {
                     RpcError::invalid_params(format!("Not a directory resource: {uri}"))
                         .with_data(serde_json::json!({ "uri": uri }))

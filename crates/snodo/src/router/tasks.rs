@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::call::shape;
-use super::{Answer, Call, ResultObject, Stop, req_str};
+use super::{Answer, Call, ResultObject, Stop};
 use crate::model::ToolResult;
 use crate::protocol::{Dialect, Method, RpcError};
 use crate::runtime::Runtime;
@@ -88,7 +88,8 @@ impl Runtime {
         if !declared(ctx.client_capabilities()) {
             return Err(wire::missing_extension());
         }
-        let id = req_str(&call.params, "taskId")?;
+        let params = call.params.task()?;
+        let id = params.task_id.as_str();
         let tasks = &self.inner.tasks;
         tasks.start().await;
         let store = tasks.store();
@@ -102,13 +103,7 @@ impl Runtime {
                     .ok_or_else(wire::not_found);
             }
             Method::TasksUpdate => {
-                let responses = match call.params.get("inputResponses") {
-                    Some(Value::Object(r)) => r.clone(),
-                    None | Some(Value::Null) => Map::new(),
-                    Some(_) => {
-                        return Err(RpcError::invalid_params("inputResponses must be an object"));
-                    }
-                };
+                let responses = params.input_responses.clone();
                 store
                     .add_input_responses(id, &owner, responses)
                     .await
