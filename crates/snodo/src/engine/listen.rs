@@ -14,7 +14,7 @@ use super::failure::Failure;
 use super::observe::Gauged;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
-use crate::router::{Call, ResultObject};
+use crate::router::{Call, ResultObject, Router};
 use crate::runtime::context::Principal;
 use crate::runtime::events::Change;
 use crate::tasks::TaskWatch;
@@ -167,7 +167,7 @@ impl Subscription {
         let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
         let tasks = TaskWatch::new(
-            &engine.runtime.inner.tasks,
+            engine.runtime.tasks(),
             std::mem::take(&mut filter.task_ids),
             crate::tasks::owner(principal),
         );
@@ -235,7 +235,7 @@ impl Subscription {
         let mut fields = Map::new();
         fields.insert("_meta".into(), json!({ SUBSCRIPTION_ID: self.id }));
         let runtime = &engine.runtime;
-        runtime
+        Router::new(runtime)
             .finish(
                 &runtime.catalogue(),
                 self.dialect,

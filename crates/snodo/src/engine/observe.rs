@@ -84,7 +84,7 @@ impl Observe {
         let _ = runtime;
         Self {
             #[cfg(feature = "metrics")]
-            metrics: runtime.inner.metrics.clone(),
+            metrics: runtime.metrics().cloned(),
         }
     }
 

@@ -2,18 +2,17 @@
 
 use serde_json::Value;
 
-use super::{Call, ResultObject, Stop};
+use super::{Call, ResultObject, Router, Stop};
 use crate::model::ToolResult;
 use crate::protocol::method_params::tool_arguments;
 use crate::protocol::{Dialect, RpcError, StructuredOutput};
-use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Enforcer, Limited};
 use crate::tasks::TaskSupport;
 
-impl Runtime {
+impl Router<'_> {
     pub(super) async fn call_tool(
         &self,
         call: &mut Call,
@@ -24,7 +23,8 @@ impl Runtime {
         let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
         let catalogue = &call.catalogue;
         let tool = catalogue.tool(&name).ok_or_else(unknown)?;
-        self.check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
+        self.runtime
+            .check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
         let as_task = match tool.task {
             None => false,
             Some(support) => {

@@ -1,6 +1,6 @@
 //! The shared router: one implementation of every MCP operation, used by every dialect.
 //!
-//! [`Runtime::dispatch`] takes an admitted request (dialect chosen, method parsed,
+//! [`Router::dispatch`] takes an admitted request (dialect chosen, method parsed,
 //! params parsed) and produces the result object or a JSON-RPC error; [`finish`] then
 //! adds what the dialect's result envelope needs.
 
@@ -92,6 +92,20 @@ impl Stop {
 /// The result of an interactive operation.
 pub(crate) type Interactive = Result<Map<String, Value>, Stop>;
 
+/// The router: one implementation of every MCP operation, over a runtime description
+/// it reads only through the runtime's accessors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Router<'r> {
+    runtime: &'r Runtime,
+}
+
+impl<'r> Router<'r> {
+    /// Routes requests of `runtime`.
+    pub(crate) fn new(runtime: &'r Runtime) -> Self {
+        Self { runtime }
+    }
+}
+
 impl Call {
     /// The member `Mcp-Name` mirrors (`params.name`, `params.uri` or `params.taskId`),
     /// when it is a string.
@@ -100,7 +114,7 @@ impl Call {
     }
 }
 
-impl Runtime {
+impl Router<'_> {
     /// Executes an admitted request. Panics in handlers become `-32603` for this
     /// request only.
     pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Answer {
@@ -125,7 +139,7 @@ impl Runtime {
         if !call.dialect.serves(call.method) {
             return Err(RpcError::method_not_found(&call.method_name));
         }
-        let caps = self.inner.capabilities;
+        let caps = self.runtime.capabilities();
         let enabled = match call.method {
             M::ToolsList | M::ToolsCall => caps.tools,
             M::PromptsList | M::PromptsGet => caps.prompts,
@@ -190,7 +204,9 @@ impl Runtime {
         };
         let fields = &mut result.fields;
         if !fields.contains_key("resultType") {
-            result.members.push(self.inner.envelopes.complete(method));
+            result
+                .members
+                .push(self.runtime.envelopes().complete(method));
         }
         match fields.get_mut("_meta") {
             // The handler set `_meta`: add the server info to it.

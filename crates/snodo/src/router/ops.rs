@@ -4,10 +4,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Call, Interactive, Output, Stop};
+use super::{Call, Interactive, Output, Router, Stop};
 use crate::protocol::RpcError;
 use crate::protocol::method_params::{MethodParams, Reference, string_map};
-use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
 use crate::runtime::context::RequestContext;
@@ -26,14 +25,15 @@ fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
     Ok(out)
 }
 
-impl Runtime {
+impl Router<'_> {
     pub(super) async fn get_prompt(&self, call: &Call, ctx: RequestContext) -> Interactive {
         let name = call.params.interactive()?.target.as_str();
         let args = string_map(call.arguments.as_ref(), "arguments")?;
         let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
         let catalogue = &call.catalogue;
         let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
-        self.check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
+        self.runtime
+            .check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
         let missing = prompt.missing_arguments(&args);
         if !missing.is_empty() {
             return Err(
@@ -96,8 +96,10 @@ impl Runtime {
             return Err(not_found().into());
         };
         match template {
-            None => self.check_use(principal, &[Component::Resource(&uri)], not_found)?,
-            Some(t) => self.check_use(
+            None => self
+                .runtime
+                .check_use(principal, &[Component::Resource(&uri)], not_found)?,
+            Some(t) => self.runtime.check_use(
                 principal,
                 &[Component::ResourceTemplate(t), Component::Resource(&uri)],
                 not_found,
@@ -128,7 +130,8 @@ impl Runtime {
             Reference::Prompt(name) => {
                 let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
                 let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
-                self.check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
+                self.runtime
+                    .check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
                 if !prompt.arguments.iter().any(|a| a.name() == p.argument) {
                     return Err(RpcError::invalid_params(format!(
                         "Prompt {name} has no argument {}",
@@ -145,7 +148,7 @@ impl Runtime {
                     .iter()
                     .find(|t| &t.template.template == uri)
                     .ok_or_else(unknown)?;
-                self.check_use(
+                self.runtime.check_use(
                     ctx.principal(),
                     &[Component::ResourceTemplate(uri)],
                     unknown,

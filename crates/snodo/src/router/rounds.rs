@@ -3,13 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{Answer, Call, Stop};
+use super::{Answer, Call, Router, Stop};
 use crate::protocol::{Asking, Method, RpcError};
-use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal, RequestContext};
 use crate::runtime::input::{InputRequired, StateContents};
 
-impl Runtime {
+impl Router<'_> {
     /// Runs tools/call, prompts/get or resources/read, with multi round-trip input on
     /// 2026-07-28.
     pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Answer {
@@ -57,7 +56,7 @@ impl Runtime {
         let (state, responses) = call.params.interactive()?.rounds.open()?;
         let mut contents = match state {
             None => StateContents::default(),
-            Some(s) => self.inner.signer.open(&scope(call), s)?,
+            Some(s) => self.runtime.signer().open(&scope(call), s)?,
         };
         for (k, v) in responses.into_iter().flatten() {
             contents.answers.insert(k.clone(), v.clone());
@@ -75,8 +74,8 @@ impl Runtime {
     ) -> Map<String, Value> {
         let app = input.state.or(previous_app);
         let state = self
-            .inner
-            .signer
+            .runtime
+            .signer()
             .seal(scope, &StateContents { answers, app });
         let mut out = Map::new();
         out.insert("resultType".into(), Value::String("input_required".into()));

@@ -1,16 +1,15 @@
 //! The Skills extension's methods: `skills/list`, `skills/get`,
 //! `resources/directory/read` (the files themselves are read with `resources/read`).
 
-use super::{Call, ResultObject};
+use super::{Call, ResultObject, Router};
 use crate::protocol::RpcError;
-use crate::runtime::Runtime;
 use crate::runtime::context::RequestContext;
 
-impl Runtime {
+impl Router<'_> {
     /// Whether the runtime serves skills.
     pub(crate) fn has_skills(&self) -> bool {
         #[cfg(feature = "skills")]
-        return self.inner.skills.is_some();
+        return self.runtime.skills().is_some();
         #[cfg(not(feature = "skills"))]
         false
     }
@@ -38,10 +37,13 @@ impl Runtime {
         use crate::runtime::authz::Component;
         use crate::runtime::cursor;
 
-        let Some(skills) = self.inner.skills.as_deref() else {
+        let Some(skills) = self.runtime.skills().map(std::sync::Arc::as_ref) else {
             return Err(RpcError::method_not_found(&call.method_name));
         };
-        let visible = |uri: &str| self.allows(ctx.principal(), Component::Resource(uri));
+        let visible = |uri: &str| {
+            self.runtime
+                .allows(ctx.principal(), Component::Resource(uri))
+        };
         let uri_of = |v: &Value| {
             v.get("uri")
                 .and_then(Value::as_str)
@@ -56,7 +58,7 @@ impl Runtime {
                     None => 0,
                     Some(c) => cursor::decode(c, version, method, hash, items.len())?,
                 };
-                let end = (start + self.inner.page_size).min(items.len());
+                let end = (start + self.runtime.page_size()).min(items.len());
                 let mut out = Map::new();
                 if end < items.len() {
                     out.insert(

@@ -10,10 +10,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::call::shape;
-use super::{Answer, Call, ResultObject, Stop};
+use super::{Answer, Call, ResultObject, Router, Stop};
 use crate::model::ToolResult;
 use crate::protocol::{Dialect, Method, RpcError};
-use crate::runtime::Runtime;
 use crate::runtime::catalogue::CompiledTool;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
@@ -21,7 +20,7 @@ use crate::runtime::policy::{Admitted, Limited};
 use crate::tasks::wire::{self, declared};
 use crate::tasks::{NewTask, Outcome, TaskLink};
 
-impl Runtime {
+impl Router<'_> {
     /// Creates a task for a `tools/call` and starts its worker; answers the
     /// `CreateTaskResult` once the store holds the task. Questions the tool asks before
     /// its task ([`Tool::task_input`](crate::Tool::task_input)) are answered first, in
@@ -39,7 +38,7 @@ impl Runtime {
                 .await
                 .map_err(|e| Stop::from_handler(e, || RpcError::invalid_params("Not found")))?;
         }
-        let tasks = &self.inner.tasks;
+        let tasks = self.runtime.tasks();
         tasks.start().await;
         let Some(slot) = tasks.try_run() else {
             let busy = ToolResult::error(format!(
@@ -90,7 +89,7 @@ impl Runtime {
         }
         let params = call.params.task()?;
         let id = params.task_id.as_str();
-        let tasks = &self.inner.tasks;
+        let tasks = self.runtime.tasks();
         tasks.start().await;
         let store = tasks.store();
         let owner = crate::tasks::owner(ctx.principal());
