@@ -604,39 +604,21 @@ fn listen(raw: RawListen) -> Result<ListenParams, RpcError> {
         flag("promptsListChanged"),
         flag("resourcesListChanged"),
     );
-    let watched = match requested.remove("resourceSubscriptions") {
-        None => Vec::new(),
-        Some(Value::Array(uris)) if uris.len() <= MAX_WATCHED => uris
-            .into_iter()
-            .map(|u| match u {
-                Value::String(u) if u.contains(':') => Some(u),
-                _ => None,
-            })
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| invalid("resourceSubscriptions must hold absolute URIs"))?,
-        Some(_) => {
-            return Err(invalid(format!(
-                "resourceSubscriptions must be an array of at most {MAX_WATCHED} URIs"
-            )));
-        }
-    };
-    let task_ids = match requested.remove("taskIds") {
-        None => None,
-        Some(Value::Array(ids)) if ids.len() <= MAX_WATCHED => Some(
-            ids.into_iter()
-                .map(|id| match id {
-                    Value::String(id) => Some(id),
-                    _ => None,
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| invalid("taskIds must hold strings"))?,
+    let watched = watch_list(
+        requested.remove("resourceSubscriptions"),
+        |u| u.contains(':'),
+        (
+            "resourceSubscriptions must hold absolute URIs",
+            "resourceSubscriptions",
+            "URIs",
         ),
-        Some(_) => {
-            return Err(invalid(format!(
-                "taskIds must be an array of at most {MAX_WATCHED} task ids"
-            )));
-        }
-    };
+    )?
+    .unwrap_or_default();
+    let task_ids = watch_list(
+        requested.remove("taskIds"),
+        |_| true,
+        ("taskIds must hold strings", "taskIds", "task ids"),
+    )?;
     Ok(ListenParams {
         tools: tools?,
         prompts: prompts?,
@@ -644,6 +626,30 @@ fn listen(raw: RawListen) -> Result<ListenParams, RpcError> {
         watched,
         task_ids,
     })
+}
+
+/// A bounded array of strings that `accept`s (`subscriptions/listen`); `what` names the
+/// refusals: (a bad item, the member, its items).
+fn watch_list(
+    v: Option<Value>,
+    accept: impl Fn(&str) -> bool,
+    (bad_item, member, items): (&'static str, &str, &str),
+) -> Result<Option<Vec<String>>, RpcError> {
+    match v {
+        None => Ok(None),
+        Some(Value::Array(list)) if list.len() <= MAX_WATCHED => list
+            .into_iter()
+            .map(|item| match item {
+                Value::String(s) if accept(&s) => Some(s),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| invalid(bad_item)),
+        Some(_) => Err(invalid(format!(
+            "{member} must be an array of at most {MAX_WATCHED} {items}"
+        ))),
+    }
 }
 
 fn task(method: Method, raw: RawTask) -> Result<TaskParams, Refused> {
