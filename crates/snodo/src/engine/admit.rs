@@ -11,10 +11,9 @@
 //! - any other request is served in the dialect the connection negotiated, or, before
 //!   any `initialize`, by the 2026-07-28 rules (which refuse it for its missing `_meta`).
 
-use serde_json::{Map, Value};
-
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, MetaParse, PROTOCOL_VERSION_KEY};
+use crate::protocol::method_params::MethodParams;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
@@ -24,7 +23,7 @@ use crate::runtime::Runtime;
 /// `version_hint` is a version the transport already knows (HTTP: the header).
 pub(crate) fn select_initialize(
     runtime: &Runtime,
-    params: &Map<String, Value>,
+    params: &MethodParams,
     version_hint: Option<&str>,
 ) -> Option<&'static Dialect> {
     let first = runtime.first_initialize_dialect()?;
@@ -32,7 +31,7 @@ pub(crate) fn select_initialize(
     if version_hint.is_some_and(|h| runtime.dialect(h).is_some_and(Dialect::is_stateless)) {
         return None;
     }
-    let proposed = params.get("protocolVersion").and_then(Value::as_str);
+    let proposed = params.proposed_version();
     Some(
         proposed
             .and_then(|v| runtime.dialect(v))
@@ -84,9 +83,10 @@ pub(crate) fn inline(
     let SplitParams {
         meta,
         arguments,
-        rest: params,
+        rest,
         ..
     } = params.unwrap_or_default();
+    let params = MethodParams::read(method, rest);
     let body_version = meta
         .as_ref()
         .and_then(|m| m.meta.protocol_version.as_deref());
@@ -102,10 +102,9 @@ pub(crate) fn inline(
             }
             let Some(dialect) = select_initialize(runtime, &params, None) else {
                 // A modern-only server names the versions it speaks.
-                let proposed = params.get("protocolVersion").and_then(Value::as_str);
                 return Err(fail(RpcError::unsupported_initialize(
                     runtime.supported_versions(),
-                    proposed.unwrap_or_default(),
+                    params.proposed_version().unwrap_or_default(),
                 )));
             };
             negotiating = Some(dialect);

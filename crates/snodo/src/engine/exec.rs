@@ -171,8 +171,7 @@ impl Execution {
         let server_requests = if dialect.asking() == Asking::ServerRequests {
             match &options.held {
                 Held::Nothing => runtime
-                    .inner
-                    .server_requests
+                    .server_requests()
                     .map(|t| (runtime.pending_requests().clone(), t)),
                 Held::Connection {
                     server_requests, ..
@@ -353,7 +352,8 @@ async fn run(
     deadline: Instant,
 ) -> Ended {
     // On the stack of this future, which `start` already boxes.
-    let mut dispatch = pin!(engine.runtime.dispatch(call, init));
+    let router = crate::router::Router::new(&engine.runtime);
+    let mut dispatch = pin!(router.dispatch(call, init));
     // Most handlers finish on their first poll: poll once before arming the deadline
     // timer and waiting on the shutdown token, which only work that waits needs.
     let first = poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;

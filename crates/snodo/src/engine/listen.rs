@@ -14,14 +14,12 @@ use super::failure::Failure;
 use super::observe::Gauged;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
-use crate::router::{Call, ResultObject};
+use crate::router::{Call, ResultObject, Router};
 use crate::runtime::context::Principal;
 use crate::runtime::events::Change;
 use crate::tasks::TaskWatch;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-/// Most resource URIs one subscription may watch.
-const MAX_WATCHED: usize = 1000;
 
 /// What one subscription delivers.
 #[derive(Debug, Default)]
@@ -38,57 +36,23 @@ impl Filter {
     /// The requested filter, narrowed to what this server advertises.
     fn accept(call: &Call, engine: &Engine) -> Result<Self, RpcError> {
         let caps = engine.runtime.capabilities();
-        let Some(requested) = call.params.get("notifications").and_then(Value::as_object) else {
-            return Err(RpcError::invalid_params("notifications must be an object"));
-        };
-        let flag = |key: &str| match requested.get(key) {
-            None | Some(Value::Bool(false)) => Ok(false),
-            Some(Value::Bool(true)) => Ok(true),
-            Some(_) => Err(RpcError::invalid_params(format!(
-                "notifications.{key} must be a boolean"
-            ))),
-        };
-        let watched = match requested.get("resourceSubscriptions") {
-            None => Vec::new(),
-            Some(Value::Array(uris)) if uris.len() <= MAX_WATCHED => uris
-                .iter()
-                .map(|u| u.as_str().filter(|u| u.contains(':')).map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    RpcError::invalid_params("resourceSubscriptions must hold absolute URIs")
-                })?,
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "resourceSubscriptions must be an array of at most {MAX_WATCHED} URIs"
-                )));
-            }
-        };
-        let task_ids = match requested.get("taskIds") {
-            None => None,
-            Some(Value::Array(ids)) if ids.len() <= MAX_WATCHED => Some(
-                ids.iter()
-                    .map(|id| id.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| RpcError::invalid_params("taskIds must hold strings"))?,
-            ),
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "taskIds must be an array of at most {MAX_WATCHED} task ids"
-                )));
-            }
-        };
-        if requested.contains_key("taskIds")
+        let requested = call.params.listen()?;
+        if requested.task_ids.is_some()
             && !(call.dialect.offers_tasks()
                 && crate::tasks::wire::declared(call.meta.client_capabilities.as_ref()))
         {
             return Err(crate::tasks::wire::missing_extension());
         }
         Ok(Self {
-            task_ids,
-            tools: flag("toolsListChanged")? && caps.list_changed && caps.tools,
-            prompts: flag("promptsListChanged")? && caps.list_changed && caps.prompts,
-            resources: flag("resourcesListChanged")? && caps.list_changed && caps.resources,
-            watched: if caps.subscribe { watched } else { Vec::new() },
+            task_ids: requested.task_ids.clone(),
+            tools: requested.tools && caps.list_changed && caps.tools,
+            prompts: requested.prompts && caps.list_changed && caps.prompts,
+            resources: requested.resources && caps.list_changed && caps.resources,
+            watched: if caps.subscribe {
+                requested.watched.clone()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -203,7 +167,7 @@ impl Subscription {
         let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
         let tasks = TaskWatch::new(
-            &engine.runtime.inner.tasks,
+            engine.runtime.tasks(),
             std::mem::take(&mut filter.task_ids),
             crate::tasks::owner(principal),
         );
@@ -271,7 +235,7 @@ impl Subscription {
         let mut fields = Map::new();
         fields.insert("_meta".into(), json!({ SUBSCRIPTION_ID: self.id }));
         let runtime = &engine.runtime;
-        runtime
+        Router::new(runtime)
             .finish(
                 &runtime.catalogue(),
                 self.dialect,

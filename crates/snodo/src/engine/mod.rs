@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde::Deserialize as _;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -121,17 +120,8 @@ pub(crate) fn client_answer(
 
 /// Reads a `notifications/cancelled`: the request id it names, if well-formed.
 /// Malformed cancellations (a bad id, a non-string reason) name nothing.
-pub(crate) fn cancelled_id(params: Option<&SplitParams>) -> Option<RequestId> {
-    let params = params?;
-    let reason_ok = params
-        .rest
-        .get("reason")
-        .is_none_or(|r| r.is_string() || r.is_null());
-    let id = params
-        .rest
-        .get("requestId")
-        .and_then(|id| RequestId::deserialize(id).ok());
-    id.filter(|_| reason_ok)
+pub(crate) fn cancelled_id(params: Option<SplitParams>) -> Option<RequestId> {
+    crate::protocol::method_params::cancelled(params?.rest)
 }
 
 /// Cancels the caller's in-flight request named by a `notifications/cancelled`
@@ -141,7 +131,7 @@ pub(crate) fn cancel_by_notification(
     principal: Option<&Principal>,
     params: Option<SplitParams>,
 ) {
-    if let (Some(principal), Some(id)) = (principal, cancelled_id(params.as_ref())) {
+    if let (Some(principal), Some(id)) = (principal, cancelled_id(params)) {
         engine.inflight.cancel(principal, &id);
     }
 }

@@ -11,7 +11,6 @@
 //! Nothing secret is recorded: no argument values, no tokens, no `_meta` contents; the
 //! principal's subject only.
 
-use serde_json::Value;
 use tokio::time::Instant;
 
 use super::summary::RequestSummary;
@@ -86,7 +85,7 @@ impl Observe {
         let _ = runtime;
         Self {
             #[cfg(feature = "metrics")]
-            metrics: runtime.inner.metrics.clone(),
+            metrics: runtime.metrics().cloned(),
         }
     }
 
@@ -250,8 +249,8 @@ impl Record {
         self.dialect = Some(call.dialect.version());
         self.id = Some(id.clone());
         self.principal = principal.cloned();
-        if let Some(field) = call.method.name_field() {
-            if let Some(name) = call.params.get(field).and_then(Value::as_str) {
+        if call.method.name_field().is_some() {
+            if let Some(name) = call.target() {
                 // Only metric labels need to know (a catalogue lookup per request).
                 self.known_name = self.observe.metrics_on()
                     && match call.method {

@@ -177,11 +177,7 @@ pub(crate) fn request_span(
     if span.is_disabled() {
         return span;
     }
-    let target = call
-        .method
-        .name_field()
-        .and_then(|f| call.params.get(f))
-        .and_then(serde_json::Value::as_str);
+    let target = call.target();
     match (call.method, target) {
         (Method::ToolsCall, Some(name)) => {
             span.record("gen_ai.tool.name", name);

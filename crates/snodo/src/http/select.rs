@@ -16,11 +16,12 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName, StatusCode};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::status;
 use crate::engine::admit::{check_meta, select_initialize};
 use crate::protocol::meta::MetaParse;
+use crate::protocol::method_params::MethodParams;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
 use crate::router::Call;
@@ -103,9 +104,10 @@ pub(crate) fn admit_request(
     let SplitParams {
         meta,
         arguments,
-        rest: params,
+        rest,
         ..
     } = params.unwrap_or_default();
+    let params = MethodParams::read(method, rest);
     let catalogue = runtime.catalogue();
     let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
     let body_version = meta
@@ -192,7 +194,7 @@ pub(crate) fn admit_request(
 /// dialect (2026-07-28 `basic/versioning`: `-32022` with the supported versions).
 fn initialize_unsupported(
     runtime: &Runtime,
-    params: &Map<String, Value>,
+    params: &MethodParams,
     header: Option<&str>,
 ) -> Option<RpcError> {
     if runtime.first_initialize_dialect().is_some()
@@ -200,10 +202,7 @@ fn initialize_unsupported(
     {
         return None;
     }
-    let proposed = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let proposed = params.proposed_version().unwrap_or_default();
     Some(RpcError::unsupported_initialize(
         runtime.supported_versions(),
         proposed,
@@ -217,7 +216,7 @@ fn check_stateless(
     method: Method,
     method_name: &str,
     meta: Option<&MetaParse>,
-    (params, arguments): (&Map<String, Value>, Option<&Value>),
+    (params, arguments): (&MethodParams, Option<&Value>),
 ) -> Result<(), RpcError> {
     match single(headers, &MCP_METHOD)? {
         None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
@@ -233,7 +232,7 @@ fn check_stateless(
         let header = single(headers, &MCP_NAME)?
             .ok_or_else(|| RpcError::header_mismatch("Missing Mcp-Name header"))?;
         let header = decode_header_value("Mcp-Name", header)?;
-        if let Some(body) = params.get(field).and_then(Value::as_str) {
+        if let Some(body) = params.target() {
             if body != header {
                 return Err(RpcError::header_mismatch(format!(
                     "Mcp-Name header {header:?} does not match params.{field} {body:?}"
@@ -242,10 +241,7 @@ fn check_stateless(
         }
     }
     if method == Method::ToolsCall {
-        let tool = params
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|n| catalogue.tool(n));
+        let tool = params.target().and_then(|n| catalogue.tool(n));
         for p in tool.map(|t| t.param_headers.as_slice()).unwrap_or_default() {
             let name = HeaderName::from_bytes(format!("mcp-param-{}", p.name).as_bytes())
                 .map_err(|_| RpcError::header_mismatch("Invalid Mcp-Param header name"))?;

@@ -1,33 +1,30 @@
 //! `tools/call`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{Call, ResultObject, Stop, req_str};
+use super::{Call, ResultObject, Router, Stop};
 use crate::model::ToolResult;
+use crate::protocol::method_params::tool_arguments;
 use crate::protocol::{Dialect, RpcError, StructuredOutput};
-use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Enforcer, Limited};
 use crate::tasks::TaskSupport;
 
-impl Runtime {
+impl Router<'_> {
     pub(super) async fn call_tool(
         &self,
         call: &mut Call,
         ctx: RequestContext,
     ) -> Result<ResultObject, Stop> {
-        let name = req_str(&call.params, "name")?.to_owned();
-        let arguments = match call.arguments.take() {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v,
-            Some(_) => return Err(RpcError::invalid_params("arguments must be an object").into()),
-        };
+        let name = call.params.interactive()?.target.clone();
+        let arguments = tool_arguments(call.arguments.take())?;
         let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
         let catalogue = &call.catalogue;
         let tool = catalogue.tool(&name).ok_or_else(unknown)?;
-        self.check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
+        self.runtime
+            .check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
         let as_task = match tool.task {
             None => false,
             Some(support) => {

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::result::raw_array;
-use super::{Answer, Call, Member, Output, ResultObject, opt_str};
+use super::{Answer, Call, Member, Output, ResultObject, Router};
 use crate::protocol::{Method, RpcError};
-use crate::runtime::Runtime;
 use crate::runtime::authz::Component;
 use crate::runtime::catalogue::{Catalogue, DialectView, Listing};
 use crate::runtime::context::Principal;
@@ -22,7 +21,7 @@ fn page(
     call: &Call,
     page_size: usize,
 ) -> Result<(std::ops::Range<usize>, Option<String>), RpcError> {
-    let start = match opt_str(&call.params, "cursor")? {
+    let start = match call.params.cursor()? {
         None => 0,
         Some(c) => cursor::decode(c, call.dialect.version(), list_method(call), hash(), len)?,
     };
@@ -81,23 +80,9 @@ fn listing<'a>(
         .ok_or_else(|| RpcError::internal("dialect is not enabled"))
 }
 
-impl Runtime {
+impl Router<'_> {
     pub(super) fn initialize(&self, call: &Call) -> Output {
-        let p = &call.params;
-        let valid = p
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|v| !v.is_empty())
-            && p.get("capabilities").is_some_and(Value::is_object)
-            && p.get("clientInfo").is_some_and(|c| {
-                c.get("name").is_some_and(Value::is_string)
-                    && c.get("version").is_some_and(Value::is_string)
-            });
-        if !valid {
-            return Err(RpcError::invalid_params(
-                "initialize requires protocolVersion, capabilities and clientInfo name/version",
-            ));
-        }
+        call.params.initialize()?.check()?;
         let catalogue = &call.catalogue;
         let view = catalogue
             .view(call.dialect)
@@ -109,8 +94,8 @@ impl Runtime {
         );
         out.insert("capabilities".into(), self.answer_capabilities(call));
         out.insert("serverInfo".into(), view.server_info.clone());
-        if let Some(i) = &self.inner.instructions {
-            out.insert("instructions".into(), Value::String(i.clone()));
+        if let Some(i) = self.runtime.instructions() {
+            out.insert("instructions".into(), Value::String(i.to_owned()));
         }
         Ok(out)
     }
@@ -119,7 +104,7 @@ impl Runtime {
     /// extensions it declares, where the dialect has them), plus the tasks extension
     /// when the dialect offers it and a tool runs as a task.
     fn answer_capabilities(&self, call: &Call) -> Value {
-        let mut capabilities = self.capabilities_for(call.dialect);
+        let mut capabilities = self.runtime.capabilities_for(call.dialect);
         if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
             if let Value::Object(caps) = &mut capabilities {
                 if let Value::Object(ext) = caps
@@ -139,16 +124,16 @@ impl Runtime {
         out.insert(
             "supportedVersions".into(),
             Value::Array(
-                self.inner
-                    .versions
+                self.runtime
+                    .supported_versions()
                     .iter()
                     .map(|v| Value::String((*v).into()))
                     .collect(),
             ),
         );
         out.insert("capabilities".into(), self.answer_capabilities(call));
-        if let Some(i) = &self.inner.instructions {
-            out.insert("instructions".into(), Value::String(i.clone()));
+        if let Some(i) = self.runtime.instructions() {
+            out.insert("instructions".into(), Value::String(i.to_owned()));
         }
         out
     }
@@ -162,13 +147,13 @@ impl Runtime {
         component: fn(&str) -> Component<'_>,
     ) -> Cow<'a, [Arc<str>]> {
         let (items, raw) = listing;
-        if self.inner.authorizer.is_none() {
+        if !self.runtime.has_authorizer() {
             return Cow::Borrowed(raw);
         }
         let allowed = |item: &Value| {
             item.get(key)
                 .and_then(Value::as_str)
-                .is_some_and(|k| self.allows(principal, component(k)))
+                .is_some_and(|k| self.runtime.allows(principal, component(k)))
         };
         Cow::Owned(
             items
@@ -201,17 +186,19 @@ impl Runtime {
         Ok(list_result(page_members(
             key,
             &raw,
-            page(raw.len(), || l.hash(), call, self.inner.page_size)?,
+            page(raw.len(), || l.hash(), call, self.runtime.page_size())?,
         )))
     }
 
     /// The first page as every caller sees it (no cursor, no authorizer), serialised
     /// once per catalogue: a new catalogue has new listings.
     fn first_page(&self, l: &Listing, call: &Call, key: &str) -> Option<Arc<str>> {
-        if self.inner.authorizer.is_some() || call.params.contains_key("cursor") {
+        let cursor = call.params.cursor().map(|c| c.is_some());
+        // Invalid params (an `Err` here) are refused by `page`.
+        if self.runtime.has_authorizer() || cursor.unwrap_or(true) {
             return None;
         }
-        let page_size = self.inner.page_size;
+        let page_size = self.runtime.page_size();
         let text = l.first_page.get_or_init(|| {
             page_members(
                 key,
@@ -251,7 +238,7 @@ impl Runtime {
             return Ok(list_result(page_members(
                 "resources",
                 &raw,
-                page(raw.len(), || fixed.hash(), call, self.inner.page_size)?,
+                page(raw.len(), || fixed.hash(), call, self.runtime.page_size())?,
             )));
         }
         // Templates with listers contribute the resources they currently address; the
@@ -282,7 +269,7 @@ impl Runtime {
         Ok(list_result(page_members(
             "resources",
             &raw,
-            page(raw.len(), hash, call, self.inner.page_size)?,
+            page(raw.len(), hash, call, self.runtime.page_size())?,
         )))
     }
 }

@@ -1,6 +1,6 @@
 //! The shared router: one implementation of every MCP operation, used by every dialect.
 //!
-//! [`Runtime::dispatch`] takes an admitted request (dialect chosen, method parsed,
+//! [`Router::dispatch`] takes an admitted request (dialect chosen, method parsed,
 //! params parsed) and produces the result object or a JSON-RPC error; [`finish`] then
 //! adds what the dialect's result envelope needs.
 
@@ -21,6 +21,7 @@ use futures_util::FutureExt as _;
 use serde_json::{Map, Value};
 
 use crate::protocol::meta::SERVER_INFO_KEY;
+use crate::protocol::method_params::MethodParams;
 use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::catalogue::Catalogue;
@@ -33,8 +34,9 @@ pub(crate) struct Call {
     pub(crate) dialect: &'static Dialect,
     pub(crate) method: Method,
     pub(crate) method_name: String,
-    pub(crate) params: Map<String, Value>,
-    /// `params.arguments`, kept apart from the other members.
+    /// The method's own members of `params`, read and checked at admission.
+    pub(crate) params: MethodParams,
+    /// `params.arguments`, kept apart from the other members (handed to the handler as JSON).
     pub(crate) arguments: Option<Value>,
     pub(crate) meta: RequestMeta,
     /// The catalogue this request is served from, loaded once at admission.
@@ -90,29 +92,29 @@ impl Stop {
 /// The result of an interactive operation.
 pub(crate) type Interactive = Result<Map<String, Value>, Stop>;
 
-/// Reads an optional string member.
-pub(crate) fn opt_str<'a>(
-    params: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, RpcError> {
-    match params.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a string"))),
+/// The router: one implementation of every MCP operation, over a runtime description
+/// it reads only through the runtime's accessors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Router<'r> {
+    runtime: &'r Runtime,
+}
+
+impl<'r> Router<'r> {
+    /// Routes requests of `runtime`.
+    pub(crate) fn new(runtime: &'r Runtime) -> Self {
+        Self { runtime }
     }
 }
 
-/// Reads a required non-empty string member.
-pub(crate) fn req_str<'a>(params: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
-    match opt_str(params, key)? {
-        Some(s) if !s.is_empty() => Ok(s),
-        _ => Err(RpcError::invalid_params(format!(
-            "{key} is required and must be a non-empty string"
-        ))),
+impl Call {
+    /// The member `Mcp-Name` mirrors (`params.name`, `params.uri` or `params.taskId`),
+    /// when it is a string.
+    pub(crate) fn target(&self) -> Option<&str> {
+        self.params.target()
     }
 }
 
-impl Runtime {
+impl Router<'_> {
     /// Executes an admitted request. Panics in handlers become `-32603` for this
     /// request only.
     pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Answer {
@@ -137,7 +139,7 @@ impl Runtime {
         if !call.dialect.serves(call.method) {
             return Err(RpcError::method_not_found(&call.method_name));
         }
-        let caps = self.inner.capabilities;
+        let caps = self.runtime.capabilities();
         let enabled = match call.method {
             M::ToolsList | M::ToolsCall => caps.tools,
             M::PromptsList | M::PromptsGet => caps.prompts,
@@ -202,7 +204,9 @@ impl Runtime {
         };
         let fields = &mut result.fields;
         if !fields.contains_key("resultType") {
-            result.members.push(self.inner.envelopes.complete(method));
+            result
+                .members
+                .push(self.runtime.envelopes().complete(method));
         }
         match fields.get_mut("_meta") {
             // The handler set `_meta`: add the server info to it.

@@ -4,41 +4,16 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Call, Interactive, Output, Stop, req_str};
-use crate::protocol::{LogLevel, RpcError};
-use crate::runtime::Runtime;
+use super::{Call, Interactive, Output, Router, Stop};
+use crate::protocol::RpcError;
+use crate::protocol::method_params::{MethodParams, Reference, string_map};
 use crate::runtime::authz::Component;
 use crate::runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
 use crate::runtime::context::RequestContext;
 use crate::runtime::resource::ReadRequest;
 
-fn string_map(value: Option<&Value>, what: &str) -> Result<HashMap<String, String>, RpcError> {
-    match value {
-        None | Some(Value::Null) => Ok(HashMap::new()),
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                _ => Err(RpcError::invalid_params(format!(
-                    "{what} values must be strings"
-                ))),
-            })
-            .collect(),
-        Some(_) => Err(RpcError::invalid_params(format!(
-            "{what} must be an object"
-        ))),
-    }
-}
-
-pub(super) fn set_level(params: &Map<String, Value>) -> Output {
-    match params
-        .get("level")
-        .and_then(Value::as_str)
-        .and_then(LogLevel::parse)
-    {
-        Some(_) => Ok(Map::new()),
-        None => Err(RpcError::invalid_params("level must be a known log level")),
-    }
+pub(super) fn set_level(params: &MethodParams) -> Output {
+    params.set_level().map(|_| Map::new())
 }
 
 fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
@@ -50,14 +25,15 @@ fn to_map<T: serde::Serialize>(key: &str, value: T) -> Output {
     Ok(out)
 }
 
-impl Runtime {
+impl Router<'_> {
     pub(super) async fn get_prompt(&self, call: &Call, ctx: RequestContext) -> Interactive {
-        let name = req_str(&call.params, "name")?;
+        let name = call.params.interactive()?.target.as_str();
         let args = string_map(call.arguments.as_ref(), "arguments")?;
         let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
         let catalogue = &call.catalogue;
         let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
-        self.check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
+        self.runtime
+            .check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
         let missing = prompt.missing_arguments(&args);
         if !missing.is_empty() {
             return Err(
@@ -93,7 +69,7 @@ impl Runtime {
     }
 
     pub(super) async fn read_resource(&self, call: &Call, ctx: RequestContext) -> Interactive {
-        let uri = req_str(&call.params, "uri")?.to_owned();
+        let uri = call.params.interactive()?.target.clone();
         if !uri.contains(':') {
             return Err(RpcError::invalid_params("Resource URI must be absolute").into());
         }
@@ -120,8 +96,10 @@ impl Runtime {
             return Err(not_found().into());
         };
         match template {
-            None => self.check_use(principal, &[Component::Resource(&uri)], not_found)?,
-            Some(t) => self.check_use(
+            None => self
+                .runtime
+                .check_use(principal, &[Component::Resource(&uri)], not_found)?,
+            Some(t) => self.runtime.check_use(
                 principal,
                 &[Component::ResourceTemplate(t), Component::Resource(&uri)],
                 not_found,
@@ -143,68 +121,48 @@ impl Runtime {
     }
 
     pub(super) async fn complete(&self, call: Call, ctx: RequestContext) -> Output {
-        let p = &call.params;
-        let reference = p
-            .get("ref")
-            .and_then(Value::as_object)
-            .ok_or_else(|| RpcError::invalid_params("ref is required"))?;
-        let argument = p
-            .get("argument")
-            .and_then(Value::as_object)
-            .ok_or_else(|| RpcError::invalid_params("argument is required"))?;
-        let arg_name = req_str(argument, "name")?.to_owned();
-        let value = argument
-            .get("value")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let context = string_map(
-            p.get("context").and_then(|c| c.get("arguments")),
-            "context.arguments",
-        )?;
+        let p = match call.params {
+            MethodParams::Complete(p) => p,
+            other => return Err(other.refusal()),
+        };
         let catalogue = &call.catalogue;
-        let completer = match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = req_str(reference, "name")?;
+        let completer = match &p.reference {
+            Reference::Prompt(name) => {
                 let unknown = || RpcError::invalid_params(format!("Unknown prompt: {name}"));
                 let prompt = catalogue.prompt(name).ok_or_else(unknown)?;
-                self.check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
-                if !prompt.arguments.iter().any(|a| a.name() == arg_name) {
+                self.runtime
+                    .check_use(ctx.principal(), &[Component::Prompt(name)], unknown)?;
+                if !prompt.arguments.iter().any(|a| a.name() == p.argument) {
                     return Err(RpcError::invalid_params(format!(
-                        "Prompt {name} has no argument {arg_name}"
+                        "Prompt {name} has no argument {}",
+                        p.argument
                     )));
                 }
                 prompt.completer.clone()
             }
-            Some("ref/resource") => {
-                let uri = req_str(reference, "uri")?;
+            Reference::Resource(uri) => {
                 let unknown =
                     || RpcError::invalid_params(format!("Unknown resource template: {uri}"));
                 let t = catalogue
                     .templates
                     .iter()
-                    .find(|t| t.template.template == uri)
+                    .find(|t| &t.template.template == uri)
                     .ok_or_else(unknown)?;
-                self.check_use(
+                self.runtime.check_use(
                     ctx.principal(),
                     &[Component::ResourceTemplate(uri)],
                     unknown,
                 )?;
                 t.template.completer.clone()
             }
-            _ => {
-                return Err(RpcError::invalid_params(
-                    "ref.type must be ref/prompt or ref/resource",
-                ));
-            }
         };
         let mut values = match completer {
             Some(c) => {
                 c(
                     CompletionRequest {
-                        argument: arg_name,
-                        value,
-                        context,
+                        argument: p.argument,
+                        value: p.value,
+                        context: p.context,
                     },
                     ctx,
                 )

@@ -3,21 +3,18 @@
 
 use serde_json::{Map, Value};
 
-use super::{Answer, Call, Stop};
+use super::{Answer, Call, Router, Stop};
 use crate::protocol::{Asking, Method, RpcError};
-use crate::runtime::Runtime;
 use crate::runtime::context::{ContextInit, Principal, RequestContext};
 use crate::runtime::input::{InputRequired, StateContents};
 
-/// Params only multi round-trip requests (and 2025-11-25 tasks) use.
-const ROUND_PARAMS: [&str; 3] = ["task", "inputResponses", "requestState"];
-
-impl Runtime {
+impl Router<'_> {
     /// Runs tools/call, prompts/get or resources/read, with multi round-trip input on
     /// 2026-07-28.
     pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Answer {
         let stateless = call.dialect.asking() == Asking::Rounds;
-        if !stateless && ROUND_PARAMS.iter().any(|k| call.params.contains_key(*k)) {
+        // Params only multi round-trip requests (and 2025-11-25 tasks) use.
+        if !stateless && call.params.interactive()?.rounds.present {
             return Err(RpcError::invalid_params(
                 "Tasks and multi-round-trip inputs are not supported",
             ));
@@ -56,19 +53,13 @@ impl Runtime {
         call: &Call,
         scope: impl Fn(&Call) -> String,
     ) -> Result<StateContents, RpcError> {
-        let mut contents = match call.params.get("requestState") {
-            None | Some(Value::Null) => StateContents::default(),
-            Some(Value::String(s)) => self.inner.signer.open(&scope(call), s)?,
-            Some(_) => return Err(RpcError::invalid_params("requestState must be a string")),
+        let (state, responses) = call.params.interactive()?.rounds.open()?;
+        let mut contents = match state {
+            None => StateContents::default(),
+            Some(s) => self.runtime.signer().open(&scope(call), s)?,
         };
-        match call.params.get("inputResponses") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(responses)) => {
-                for (k, v) in responses {
-                    contents.answers.insert(k.clone(), v.clone());
-                }
-            }
-            Some(_) => return Err(RpcError::invalid_params("inputResponses must be an object")),
+        for (k, v) in responses.into_iter().flatten() {
+            contents.answers.insert(k.clone(), v.clone());
         }
         Ok(contents)
     }
@@ -83,8 +74,8 @@ impl Runtime {
     ) -> Map<String, Value> {
         let app = input.state.or(previous_app);
         let state = self
-            .inner
-            .signer
+            .runtime
+            .signer()
             .seal(scope, &StateContents { answers, app });
         let mut out = Map::new();
         out.insert("resultType".into(), Value::String("input_required".into()));
@@ -98,12 +89,7 @@ impl Runtime {
 
 /// What a `requestState` is bound to: the method, its target and the caller.
 fn round_scope(call: &Call, principal: Option<&Principal>) -> String {
-    let target = call
-        .method
-        .name_field()
-        .and_then(|f| call.params.get(f))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let target = call.target().unwrap_or_default();
     let principal = principal.map(Principal::id).unwrap_or_default();
     format!("{}\u{1f}{target}\u{1f}{principal}", call.method_name)
 }

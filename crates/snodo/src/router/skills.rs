@@ -1,16 +1,15 @@
 //! The Skills extension's methods: `skills/list`, `skills/get`,
 //! `resources/directory/read` (the files themselves are read with `resources/read`).
 
-use super::{Call, ResultObject};
+use super::{Call, ResultObject, Router};
 use crate::protocol::RpcError;
-use crate::runtime::Runtime;
 use crate::runtime::context::RequestContext;
 
-impl Runtime {
+impl Router<'_> {
     /// Whether the runtime serves skills.
     pub(crate) fn has_skills(&self) -> bool {
         #[cfg(feature = "skills")]
-        return self.inner.skills.is_some();
+        return self.runtime.skills().is_some();
         #[cfg(not(feature = "skills"))]
         false
     }
@@ -34,15 +33,17 @@ impl Runtime {
     ) -> Result<ResultObject, RpcError> {
         use serde_json::{Map, Value};
 
-        use super::{opt_str, req_str};
         use crate::protocol::Method;
         use crate::runtime::authz::Component;
         use crate::runtime::cursor;
 
-        let Some(skills) = self.inner.skills.as_deref() else {
+        let Some(skills) = self.runtime.skills().map(std::sync::Arc::as_ref) else {
             return Err(RpcError::method_not_found(&call.method_name));
         };
-        let visible = |uri: &str| self.allows(ctx.principal(), Component::Resource(uri));
+        let visible = |uri: &str| {
+            self.runtime
+                .allows(ctx.principal(), Component::Resource(uri))
+        };
         let uri_of = |v: &Value| {
             v.get("uri")
                 .and_then(Value::as_str)
@@ -53,11 +54,11 @@ impl Runtime {
         let page =
             |key: &str, items: Vec<Value>, hash: u64| -> Result<Map<String, Value>, RpcError> {
                 let (version, method) = (call.dialect.version(), call.method.as_str());
-                let start = match opt_str(&call.params, "cursor")? {
+                let start = match call.params.cursor()? {
                     None => 0,
                     Some(c) => cursor::decode(c, version, method, hash, items.len())?,
                 };
-                let end = (start + self.inner.page_size).min(items.len());
+                let end = (start + self.runtime.page_size()).min(items.len());
                 let mut out = Map::new();
                 if end < items.len() {
                     out.insert(
@@ -79,7 +80,7 @@ impl Runtime {
                 page("skills", items, skills.hash())?
             }
             Method::SkillsGet => {
-                let uri = req_str(&call.params, "uri")?;
+                let uri = call.params.uri()?.uri.as_str();
                 let entry = skills.entry(uri).filter(|_| visible(uri)).ok_or_else(|| {
                     RpcError::invalid_params(format!("Unknown skill: {uri}"))
                         .with_data(serde_json::json!({ "uri": uri }))
@@ -89,7 +90,7 @@ impl Runtime {
                 out
             }
             _ => {
-                let uri = req_str(&call.params, "uri")?;
+                let uri = call.params.uri()?.uri.as_str();
                 let children = skills.directory(uri).ok_or_else(|| {
                     RpcError::invalid_params(format!("Not a directory resource: {uri}"))
                         .with_data(serde_json::json!({ "uri": uri }))

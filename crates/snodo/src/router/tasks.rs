@@ -10,10 +10,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::call::shape;
-use super::{Answer, Call, ResultObject, Stop, req_str};
+use super::{Answer, Call, ResultObject, Router, Stop};
 use crate::model::ToolResult;
 use crate::protocol::{Dialect, Method, RpcError};
-use crate::runtime::Runtime;
 use crate::runtime::catalogue::CompiledTool;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
@@ -21,7 +20,7 @@ use crate::runtime::policy::{Admitted, Limited};
 use crate::tasks::wire::{self, declared};
 use crate::tasks::{NewTask, Outcome, TaskLink};
 
-impl Runtime {
+impl Router<'_> {
     /// Creates a task for a `tools/call` and starts its worker; answers the
     /// `CreateTaskResult` once the store holds the task. Questions the tool asks before
     /// its task ([`Tool::task_input`](crate::Tool::task_input)) are answered first, in
@@ -39,7 +38,7 @@ impl Runtime {
                 .await
                 .map_err(|e| Stop::from_handler(e, || RpcError::invalid_params("Not found")))?;
         }
-        let tasks = &self.inner.tasks;
+        let tasks = self.runtime.tasks();
         tasks.start().await;
         let Some(slot) = tasks.try_run() else {
             let busy = ToolResult::error(format!(
@@ -88,8 +87,9 @@ impl Runtime {
         if !declared(ctx.client_capabilities()) {
             return Err(wire::missing_extension());
         }
-        let id = req_str(&call.params, "taskId")?;
-        let tasks = &self.inner.tasks;
+        let params = call.params.task()?;
+        let id = params.task_id.as_str();
+        let tasks = self.runtime.tasks();
         tasks.start().await;
         let store = tasks.store();
         let owner = crate::tasks::owner(ctx.principal());
@@ -102,13 +102,7 @@ impl Runtime {
                     .ok_or_else(wire::not_found);
             }
             Method::TasksUpdate => {
-                let responses = match call.params.get("inputResponses") {
-                    Some(Value::Object(r)) => r.clone(),
-                    None | Some(Value::Null) => Map::new(),
-                    Some(_) => {
-                        return Err(RpcError::invalid_params("inputResponses must be an object"));
-                    }
-                };
+                let responses = params.input_responses.clone();
                 store
                     .add_input_responses(id, &owner, responses)
                     .await

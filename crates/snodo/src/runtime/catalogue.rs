@@ -78,6 +78,208 @@ fn compile_schema(
         .map_err(|e| invalid(e.to_string()))
 }
 
+/// A tool's wire definition as the newest dialect publishes it, before shaping (like
+/// the prompt and template definitions, a serialisable struct).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolDefinition {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    annotations: Map<String, Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    icons: Vec<crate::model::Icon>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Map<String, Value>>,
+}
+
+fn duplicate(kind: &'static str, name: &str) -> BuildError {
+    BuildError::Duplicate {
+        kind,
+        name: name.to_owned(),
+    }
+}
+
+fn missing(kind: &'static str, name: &str) -> BuildError {
+    BuildError::MissingHandler {
+        kind,
+        name: name.to_owned(),
+    }
+}
+
+/// The compiled tools, their index by name and their definitions.
+type CompiledTools = (
+    Vec<CompiledTool>,
+    HashMap<String, usize>,
+    Vec<Map<String, Value>>,
+);
+
+/// Every tool: a valid, unique name, then [`compile_tool`].
+fn compile_tools(tools: Vec<super::tool::Tool>) -> Result<CompiledTools, BuildError> {
+    let mut compiled = Vec::with_capacity(tools.len());
+    let mut index = HashMap::new();
+    let mut defs = Vec::with_capacity(tools.len());
+    for tool in tools {
+        if !valid_tool_name(&tool.name) {
+            return Err(BuildError::InvalidToolName(tool.name));
+        }
+        if index.insert(tool.name.clone(), compiled.len()).is_some() {
+            return Err(duplicate("tool", &tool.name));
+        }
+        let (tool, def) = compile_tool(tool)?;
+        compiled.push(tool);
+        defs.push(def);
+    }
+    Ok((compiled, index, defs))
+}
+
+/// One tool: its handler and schemas; its compiled form and definition.
+fn compile_tool(
+    mut tool: super::tool::Tool,
+) -> Result<(CompiledTool, Map<String, Value>), BuildError> {
+    let handler = tool
+        .handler
+        .take()
+        .ok_or_else(|| missing("tool", &tool.name))?;
+    let input = tool
+        .input_schema
+        .take()
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+    let invalid_input = |reason: String| BuildError::InvalidSchema {
+        tool: tool.name.clone(),
+        which: "input",
+        reason,
+    };
+    if !is_object_schema(&input) {
+        return Err(invalid_input(
+            "tool arguments are JSON objects: the root must have \"type\": \"object\"".into(),
+        ));
+    }
+    let validator = compile_schema(&tool.name, "input", &input)?;
+    let param_headers = param_headers::extract(&input).map_err(|e| invalid_input(e.to_string()))?;
+    if let Some(output) = &tool.output_schema {
+        compile_schema(&tool.name, "output", output)?;
+    }
+    let object_schemas = tool.output_schema.as_ref().is_none_or(is_object_schema);
+    let mut annotations = to_object(&tool.annotations);
+    if let Some(extra) = tool.extra_annotations.take() {
+        annotations.extend(extra);
+    }
+    let def = to_object(ToolDefinition {
+        name: tool.name.clone(),
+        title: tool.title,
+        description: tool.description,
+        input_schema: input,
+        output_schema: tool.output_schema,
+        annotations,
+        icons: tool.icons,
+        meta: tool.meta,
+    });
+    let compiled = CompiledTool {
+        name: tool.name,
+        handler,
+        validator,
+        object_schemas,
+        param_headers,
+        enforcer: tool.enforcer,
+        task: tool.task,
+        task_inputs: tool.task_inputs,
+    };
+    Ok((compiled, def))
+}
+
+/// Prompts: unique names, each with a handler.
+fn index_prompts(prompts: &[Prompt]) -> Result<HashMap<String, usize>, BuildError> {
+    let mut index = HashMap::new();
+    for (i, p) in prompts.iter().enumerate() {
+        if index.insert(p.name.clone(), i).is_some() {
+            return Err(duplicate("prompt", &p.name));
+        }
+        if p.handler.is_none() {
+            return Err(missing("prompt", &p.name));
+        }
+    }
+    Ok(index)
+}
+
+/// Resources: absolute, unique URIs, each with a reader.
+fn index_resources(resources: &[Resource]) -> Result<HashMap<String, usize>, BuildError> {
+    let mut index = HashMap::new();
+    for (i, r) in resources.iter().enumerate() {
+        let uri = r.info.uri();
+        if !uri.contains(':') {
+            return Err(BuildError::InvalidResource {
+                uri: uri.to_owned(),
+                reason: "a resource URI must be absolute".into(),
+            });
+        }
+        if index.insert(uri.to_owned(), i).is_some() {
+            return Err(duplicate("resource", uri));
+        }
+        if r.reader.is_none() {
+            return Err(missing("resource", uri));
+        }
+    }
+    Ok(index)
+}
+
+/// Resource templates: unique, parsed, each with a reader.
+fn compile_templates(
+    templates: Vec<super::resource::ResourceTemplate>,
+) -> Result<Vec<CompiledTemplate>, BuildError> {
+    let mut compiled = Vec::with_capacity(templates.len());
+    for t in templates {
+        if compiled
+            .iter()
+            .any(|c: &CompiledTemplate| c.template.template == t.template)
+        {
+            return Err(duplicate("resource template", &t.template));
+        }
+        let matcher =
+            UriTemplate::parse(&t.template).map_err(|reason| BuildError::InvalidResource {
+                uri: t.template.clone(),
+                reason,
+            })?;
+        if t.reader.is_none() {
+            return Err(missing("resource template", &t.template));
+        }
+        compiled.push(CompiledTemplate {
+            template: t,
+            matcher,
+        });
+    }
+    Ok(compiled)
+}
+
+/// Warns about tools the initialize-era dialects cannot list.
+fn warn_hidden(tools: &[CompiledTool], dialects: &[&'static Dialect]) {
+    let hidden: Vec<&str> = tools
+        .iter()
+        .filter(|t| !t.object_schemas)
+        .map(|t| t.name.as_str())
+        .collect();
+    let legacy: Vec<&str> = dialects
+        .iter()
+        .filter(|d| !d.offers_tool(false))
+        .map(|d| d.version())
+        .collect();
+    if !hidden.is_empty() && !legacy.is_empty() {
+        tracing::warn!(
+            tools = %hidden.join(", "),
+            dialects = %legacy.join(", "),
+            "Tools without object input and output schemas are hidden from initialize-era clients ({}): {}",
+            legacy.join(", "),
+            hidden.join(", ")
+        );
+    }
+}
+
 impl Catalogue {
     pub(crate) fn build(
         components: Components,
@@ -91,179 +293,22 @@ impl Catalogue {
             templates,
             ..
         } = components;
-        let dup = |kind: &'static str, name: &str| BuildError::Duplicate {
-            kind,
-            name: name.to_owned(),
-        };
-        let missing = |kind: &'static str, name: &str| BuildError::MissingHandler {
-            kind,
-            name: name.to_owned(),
-        };
-
-        let mut compiled = Vec::with_capacity(tools.len());
-        let mut tool_index = HashMap::new();
-        let mut tool_defs = Vec::with_capacity(tools.len());
-        for mut tool in tools {
-            if !valid_tool_name(&tool.name) {
-                return Err(BuildError::InvalidToolName(tool.name));
-            }
-            if tool_index
-                .insert(tool.name.clone(), compiled.len())
-                .is_some()
-            {
-                return Err(dup("tool", &tool.name));
-            }
-            let handler = tool
-                .handler
-                .take()
-                .ok_or_else(|| missing("tool", &tool.name))?;
-            let input = tool
-                .input_schema
-                .take()
-                .unwrap_or_else(|| serde_json::json!({"type": "object"}));
-            if !is_object_schema(&input) {
-                return Err(BuildError::InvalidSchema {
-                    tool: tool.name.clone(),
-                    which: "input",
-                    reason:
-                        "tool arguments are JSON objects: the root must have \"type\": \"object\""
-                            .into(),
-                });
-            }
-            let validator = compile_schema(&tool.name, "input", &input)?;
-            let param_headers =
-                param_headers::extract(&input).map_err(|e| BuildError::InvalidSchema {
-                    tool: tool.name.clone(),
-                    which: "input",
-                    reason: e.to_string(),
-                })?;
-            if let Some(output) = &tool.output_schema {
-                compile_schema(&tool.name, "output", output)?;
-            }
-            let object_schemas = tool.output_schema.as_ref().is_none_or(is_object_schema);
-            let mut def = Map::new();
-            def.insert("name".into(), Value::String(tool.name.clone()));
-            if let Some(t) = &tool.title {
-                def.insert("title".into(), Value::String(t.clone()));
-            }
-            if let Some(d) = &tool.description {
-                def.insert("description".into(), Value::String(d.clone()));
-            }
-            def.insert("inputSchema".into(), input);
-            if let Some(o) = tool.output_schema.take() {
-                def.insert("outputSchema".into(), o);
-            }
-            let mut annotations = to_object(&tool.annotations);
-            if let Some(extra) = tool.extra_annotations.take() {
-                annotations.extend(extra);
-            }
-            if !annotations.is_empty() {
-                def.insert("annotations".into(), Value::Object(annotations));
-            }
-            if !tool.icons.is_empty() {
-                def.insert(
-                    "icons".into(),
-                    serde_json::to_value(&tool.icons).unwrap_or_default(),
-                );
-            }
-            if let Some(m) = tool.meta.take() {
-                def.insert("_meta".into(), Value::Object(m));
-            }
-            tool_defs.push(def);
-            compiled.push(CompiledTool {
-                name: tool.name,
-                handler,
-                validator,
-                object_schemas,
-                param_headers,
-                enforcer: tool.enforcer,
-                task: tool.task,
-                task_inputs: tool.task_inputs,
-            });
-        }
-
-        let mut prompt_index = HashMap::new();
-        for (i, p) in prompts.iter().enumerate() {
-            if prompt_index.insert(p.name.clone(), i).is_some() {
-                return Err(dup("prompt", &p.name));
-            }
-            if p.handler.is_none() {
-                return Err(missing("prompt", &p.name));
-            }
-        }
-
-        let mut resource_index = HashMap::new();
-        for (i, r) in resources.iter().enumerate() {
-            let uri = r.info.uri();
-            if !uri.contains(':') {
-                return Err(BuildError::InvalidResource {
-                    uri: uri.to_owned(),
-                    reason: "a resource URI must be absolute".into(),
-                });
-            }
-            if resource_index.insert(uri.to_owned(), i).is_some() {
-                return Err(dup("resource", uri));
-            }
-            if r.reader.is_none() {
-                return Err(missing("resource", uri));
-            }
-        }
-
-        let mut compiled_templates = Vec::with_capacity(templates.len());
-        for t in templates {
-            if compiled_templates
-                .iter()
-                .any(|c: &CompiledTemplate| c.template.template == t.template)
-            {
-                return Err(dup("resource template", &t.template));
-            }
-            let matcher =
-                UriTemplate::parse(&t.template).map_err(|reason| BuildError::InvalidResource {
-                    uri: t.template.clone(),
-                    reason,
-                })?;
-            if t.reader.is_none() {
-                return Err(missing("resource template", &t.template));
-            }
-            compiled_templates.push(CompiledTemplate {
-                template: t,
-                matcher,
-            });
-        }
-
-        let hidden: Vec<&str> = compiled
-            .iter()
-            .filter(|t| !t.object_schemas)
-            .map(|t| t.name.as_str())
-            .collect();
-        let legacy: Vec<&str> = dialects
-            .iter()
-            .filter(|d| !d.offers_tool(false))
-            .map(|d| d.version())
-            .collect();
-        if !hidden.is_empty() && !legacy.is_empty() {
-            tracing::warn!(
-                tools = %hidden.join(", "),
-                dialects = %legacy.join(", "),
-                "Tools without object input and output schemas are hidden from initialize-era clients ({}): {}",
-                legacy.join(", "),
-                hidden.join(", ")
-            );
-        }
-
-        let views = dialects.iter().map(|&d| (d, OnceLock::new())).collect();
-
+        let (tools, tool_index, tool_defs) = compile_tools(tools)?;
+        let prompt_index = index_prompts(&prompts)?;
+        let resource_index = index_resources(&resources)?;
+        let templates = compile_templates(templates)?;
+        warn_hidden(&tools, dialects);
         Ok(Self {
-            tools: compiled,
+            tools,
             tool_index,
             prompts,
             prompt_index,
             resources,
             resource_index,
-            templates: compiled_templates,
+            templates,
             tool_defs,
             info: to_object(info),
-            views,
+            views: dialects.iter().map(|&d| (d, OnceLock::new())).collect(),
         })
     }
 

@@ -149,6 +149,53 @@ impl Runtime {
         })
     }
 
+    /// The server's `instructions`, if any.
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// Items per page of every paginated list.
+    pub(crate) fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+
+    /// Whether an authorizer filters what principals see and use.
+    pub(crate) fn has_authorizer(&self) -> bool {
+        self.inner.authorizer.is_some()
+    }
+
+    /// The 2026-07-28 result envelopes, serialised once.
+    pub(crate) fn envelopes(&self) -> &crate::router::Envelopes {
+        &self.inner.envelopes
+    }
+
+    /// What seals and opens `requestState`.
+    pub(crate) fn signer(&self) -> &input::StateSigner {
+        &self.inner.signer
+    }
+
+    /// The tasks extension.
+    pub(crate) fn tasks(&self) -> &Arc<crate::tasks::Tasks> {
+        &self.inner.tasks
+    }
+
+    /// How long an initialize-era server-to-client request waits; `None`: not enabled.
+    pub(crate) fn server_requests(&self) -> Option<Duration> {
+        self.inner.server_requests
+    }
+
+    /// Where every transport counts its requests (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics(&self) -> Option<&crate::metrics::Metrics> {
+        self.inner.metrics.as_ref()
+    }
+
+    /// The skills served (Skills extension).
+    #[cfg(feature = "skills")]
+    pub(crate) fn skills(&self) -> Option<&Arc<crate::skills::Skills>> {
+        self.inner.skills.as_ref()
+    }
+
     /// Delivers a client's answer to an initialize-era server-to-client request.
     /// Returns `false` when no request of this process waits for `id`.
     pub(crate) fn deliver_answer(&self, id: &str, answer: pending::Answer) -> bool {
@@ -161,45 +208,47 @@ impl Runtime {
 /// Cheap to clone (one `Arc`). Build one with [`Runtime::builder`].
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
+/// The runtime's description: read through the accessors of [`Runtime`] outside
+/// `runtime/` (its fields are private to this module and its children).
 pub(crate) struct Inner {
-    pub(crate) info: ServerInfo,
-    pub(crate) instructions: Option<String>,
+    info: ServerInfo,
+    instructions: Option<String>,
     /// Enabled dialects in preference order.
-    pub(crate) dialects: Vec<&'static Dialect>,
+    dialects: Vec<&'static Dialect>,
     /// Their versions, same order (`supportedVersions`, `-32022` data).
-    pub(crate) versions: Vec<&'static str>,
+    versions: Vec<&'static str>,
     /// The current catalogue; replaced whole by [`Runtime::update`].
-    pub(crate) catalogue: RwLock<Arc<Catalogue>>,
+    catalogue: RwLock<Arc<Catalogue>>,
     /// What the catalogue is built from.
-    pub(crate) components: Mutex<components::Components>,
+    components: Mutex<components::Components>,
     /// Changes for `subscriptions/listen` streams.
-    pub(crate) changes: tokio::sync::broadcast::Sender<events::Change>,
-    pub(crate) page_size: usize,
-    pub(crate) envelopes: crate::router::Envelopes,
-    pub(crate) capabilities: Capabilities,
-    pub(crate) legacy_log_level: Option<LogLevel>,
+    changes: tokio::sync::broadcast::Sender<events::Change>,
+    page_size: usize,
+    envelopes: crate::router::Envelopes,
+    capabilities: Capabilities,
+    legacy_log_level: Option<LogLevel>,
     /// Seals `requestState` (2026-07-28 multi round-trip requests).
-    pub(crate) signer: input::StateSigner,
+    signer: input::StateSigner,
     /// Initialize-era server-to-client requests waiting for their answers.
-    pub(crate) pending: Arc<pending::PendingRequests>,
+    pending: Arc<pending::PendingRequests>,
     /// How long a server-to-client request waits; `None`: not enabled.
-    pub(crate) server_requests: Option<Duration>,
+    server_requests: Option<Duration>,
     /// The tasks extension: store, lifetimes, leases.
-    pub(crate) tasks: Arc<crate::tasks::Tasks>,
+    tasks: Arc<crate::tasks::Tasks>,
     /// Who may see and use what (none: everyone, everything).
-    pub(crate) authorizer: Option<(Arc<dyn authz::Authorizer>, authz::Refusal)>,
+    authorizer: Option<(Arc<dyn authz::Authorizer>, authz::Refusal)>,
     /// Where every transport counts its requests (feature `metrics`).
     #[cfg(feature = "metrics")]
-    pub(crate) metrics: Option<crate::metrics::Metrics>,
+    metrics: Option<crate::metrics::Metrics>,
     /// Declared extensions: identifier → settings (`capabilities.extensions`, in the
     /// dialects that have it).
-    pub(crate) extensions: serde_json::Map<String, serde_json::Value>,
+    extensions: serde_json::Map<String, serde_json::Value>,
     /// The skills served (Skills extension, feature `skills`).
     #[cfg(feature = "skills")]
-    pub(crate) skills: Option<Arc<crate::skills::Skills>>,
+    skills: Option<Arc<crate::skills::Skills>>,
 }
 
 /// Cache hints per kind of cacheable result.

@@ -331,20 +331,15 @@ impl Connection {
             self.negotiated = Some(dialect);
             self.client_caps = call
                 .params
-                .get("capabilities")
-                .and_then(Value::as_object)
-                .cloned();
+                .initialize()
+                .ok()
+                .and_then(|p| p.capabilities.clone());
         }
         if self.negotiated == Some(call.dialect) {
             // What the connection holds applies to its requests.
             if call.method == Method::LoggingSetLevel {
-                if let Some(level) = call
-                    .params
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .and_then(LogLevel::parse)
-                {
-                    self.log_level = Some(level);
+                if let Ok(p) = call.params.set_level() {
+                    self.log_level = Some(p.level);
                 }
             }
             if call.meta.client_capabilities.is_none() {
@@ -478,7 +473,7 @@ impl Connection {
     fn notification(&self, method: &str, params: Option<SplitParams>) {
         // `notifications/initialized` and unknown notifications need nothing.
         if Method::parse(method) == Method::Cancelled {
-            if let Some(id) = engine::cancelled_id(params.as_ref()) {
+            if let Some(id) = engine::cancelled_id(params) {
                 // Unknown and finished ids are ignored.
                 self.inflight.cancel(&self.key, &id);
             }
