@@ -206,13 +206,6 @@ impl Dialect {
         self.version
     }
 
-    /// The era of this revision.
-    #[must_use]
-    #[allow(dead_code)] // no caller since these facts left the public API (issue 21)
-    pub(crate) fn era(&self) -> Era {
-        self.era
-    }
-
     /// Whether requests carry their own version and capabilities (2026-07-28).
     #[must_use]
     pub fn is_stateless(&self) -> bool {
@@ -230,13 +223,6 @@ impl Dialect {
     #[must_use]
     pub fn has_url_elicitation(&self) -> bool {
         self.elicitation == Elicitation::FormAndUrl
-    }
-
-    /// Which kinds of elicitation exist.
-    #[must_use]
-    #[allow(dead_code)] // no caller since these facts left the public API (issue 21)
-    pub(crate) fn elicitation(&self) -> Elicitation {
-        self.elicitation
     }
 
     /// How a handler's question reaches the client.
