@@ -109,9 +109,17 @@ async def cancellation(args):
     cmd = f"tee {shlex.quote(wire_in)} | {shlex.quote(args.bin)} fixture --stdio | tee {shlex.quote(wire_out)}"
     params = StdioServerParameters(command="sh", args=["-c", cmd])
     async with Client(params, mode=args.mode, read_timeout_seconds=15) as client:
-        with anyio.move_on_after(0.04):
-            await client.call_tool("test_tool_with_progress", {})
-            raise AssertionError("the call finished before it was abandoned")
+        # On a loaded machine the 40 ms deadline can pass after the tool finished: that
+        # attempt says nothing about the server and is made again (at most three).
+        for attempt in range(1, 4):
+            finished = False
+            with anyio.move_on_after(0.04):
+                await client.call_tool("test_tool_with_progress", {})
+                finished = True
+            if not finished:
+                break
+            print(f"# cancellation attempt {attempt}: the call finished before it was abandoned; again")
+        assert not finished, "the call finished before it was abandoned, three times"
         await anyio.sleep(0.4)
         after = await client.call_tool("echo", {"text": "after"})
         assert "after" in dump(after), dump(after)
@@ -119,7 +127,7 @@ async def cancellation(args):
     written = [json.loads(line) for line in open(wire_out) if line.strip()]
     call = [m for m in sent if m.get("method") == "tools/call" and m["params"]["name"] == "test_tool_with_progress"]
     assert call, "the call was not sent"
-    rid = call[0]["id"]
+    rid = call[-1]["id"]  # the attempt that was abandoned
     cancels = [m for m in sent if m.get("method") == "notifications/cancelled"]
     assert any(m["params"].get("requestId") == rid for m in cancels), f"no notifications/cancelled for {rid}"
     late = [m for m in written if m.get("id") == rid]
