@@ -45,7 +45,8 @@ pub const METRICS_PATH: &str = "/metrics";
 struct RequestLabels {
     transport: &'static str,
     method: &'static str,
-    name: String,
+    /// Shared with the request's record: a lookup copies no string.
+    name: Arc<str>,
     outcome: &'static str,
 }
 
@@ -77,6 +78,8 @@ struct Inner {
     queued: Gauge,
     refusals: Family<RefusalLabels, Counter>,
     streams: Family<StreamLabels, Gauge>,
+    /// The name label of requests without a known component name.
+    no_name: Arc<str>,
 }
 
 /// The Prometheus series of one server (cheap to clone: a shared handle).
@@ -146,6 +149,7 @@ impl Metrics {
                 queued,
                 refusals,
                 streams,
+                no_name: Arc::from(""),
             }),
         }
     }
@@ -225,7 +229,9 @@ impl Metrics {
             .get_or_create(&RequestLabels {
                 transport,
                 method,
-                name: record.label_name().to_owned(),
+                name: record
+                    .label_name()
+                    .map_or_else(|| Arc::clone(&self.inner.no_name), Arc::clone),
                 outcome: record.outcome.as_str(),
             })
             .inc();

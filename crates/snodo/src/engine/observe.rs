@@ -205,7 +205,7 @@ pub(crate) struct Record {
     /// The method as sent, when the request was not admitted (unknown methods too).
     method_name: Option<Box<str>>,
     /// The tool or prompt name, or the resource URI (truncated).
-    pub(crate) name: Option<Box<str>>,
+    pub(crate) name: Option<std::sync::Arc<str>>,
     /// Whether `name` is in the catalogue (only such names become metric labels).
     pub(crate) known_name: bool,
     pub(crate) dialect: Option<&'static str>,
@@ -376,12 +376,10 @@ impl Record {
         self.method.map_or("-", Method::as_str)
     }
 
-    pub(crate) fn label_name(&self) -> &str {
-        if self.known_name {
-            self.name.as_deref().unwrap_or_default()
-        } else {
-            ""
-        }
+    /// The name label: the component's name when the catalogue has it (shared with the
+    /// record, no copy), `None` for an unknown one (labelled empty).
+    pub(crate) fn label_name(&self) -> Option<&std::sync::Arc<str>> {
+        self.name.as_ref().filter(|_| self.known_name)
     }
 }
 

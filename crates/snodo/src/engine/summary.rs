@@ -35,7 +35,7 @@ pub struct RequestSummary {
     pub(crate) transport: &'static str,
     pub(crate) method: Option<Method>,
     pub(crate) method_name: Option<Box<str>>,
-    pub(crate) name: Option<Box<str>>,
+    pub(crate) name: Option<std::sync::Arc<str>>,
     pub(crate) dialect: Option<&'static str>,
     pub(crate) principal: Option<Principal>,
     pub(crate) id: Option<RequestId>,
