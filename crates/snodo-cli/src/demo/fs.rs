@@ -3,6 +3,8 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use snodo::skills::encode_path;
+
 /// Most files listed or searched.
 pub(crate) const MAX_FILES: usize = 10_000;
 /// Largest file read or searched, in bytes.
@@ -110,19 +112,6 @@ impl Root {
     pub(crate) fn base_uri(&self) -> String {
         format!("file://{}", encode_path(&self.dir.to_string_lossy()))
     }
-}
-
-/// Percent-encodes a path for a URI, keeping `/` and unreserved characters.
-pub(crate) fn encode_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for b in path.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// A MIME type guessed from the extension.

@@ -106,8 +106,14 @@ fn mime_for(path: &str, text: bool) -> &'static str {
     }
 }
 
-/// Percent-encodes what is not an RFC 3986 unreserved character or `/`.
-fn encode_path(path: &str) -> String {
+/// Percent-encodes what is not an RFC 3986 unreserved character or `/`: a path as it
+/// goes into a `skill://` or `file://` URI.
+///
+/// ```
+/// assert_eq!(snodo::skills::encode_path("a b/ç.md"), "a%20b/%C3%A7.md");
+/// ```
+#[must_use]
+pub fn encode_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
