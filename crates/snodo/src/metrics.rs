@@ -20,7 +20,8 @@
 //!
 //! [`RuntimeBuilder::metrics`]: crate::RuntimeBuilder::metrics
 
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,7 +46,7 @@ pub const METRICS_PATH: &str = "/metrics";
 struct RequestLabels {
     transport: &'static str,
     method: &'static str,
-    /// Shared with the request's record: a lookup copies no string.
+    /// Shared by the label sets that have it.
     name: Arc<str>,
     outcome: &'static str,
 }
@@ -224,21 +225,44 @@ impl Metrics {
     pub(crate) fn observe(&self, record: &Record, elapsed: Duration) {
         let transport = record.transport.as_str();
         let method = record.label_method();
-        self.inner
-            .requests
-            .get_or_create(&RequestLabels {
+        let outcome = record.outcome.as_str();
+        let name = record.label_name().unwrap_or("");
+        let counted = SERIES.with(|cell| {
+            let Ok(mut series) = cell.try_borrow_mut() else {
+                return false;
+            };
+            if let Some(s) = series
+                .iter()
+                .find(|s| s.is(&self.inner, transport, method, outcome, name))
+            {
+                s.count(elapsed);
+                return true;
+            }
+            let s = Series {
+                owner: Arc::downgrade(&self.inner),
                 transport,
                 method,
-                name: record
-                    .label_name()
-                    .map_or_else(|| Arc::clone(&self.inner.no_name), Arc::clone),
-                outcome: record.outcome.as_str(),
-            })
-            .inc();
-        self.inner
-            .duration
-            .get_or_create(&DurationLabels { transport, method })
-            .observe(elapsed.as_secs_f64());
+                outcome,
+                requests: self.request_counter(transport, method, name, outcome),
+                duration: self.duration_histogram(transport, method),
+                name: name.into(),
+            };
+            s.count(elapsed);
+            if series.len() == MAX_SERIES {
+                // Series of dropped registries first; else start over.
+                series.retain(|s| s.owner.strong_count() > 0);
+                if series.len() == MAX_SERIES {
+                    series.clear();
+                }
+            }
+            series.push(s);
+            true
+        });
+        if !counted {
+            self.request_counter(transport, method, name, outcome).inc();
+            self.duration_histogram(transport, method)
+                .observe(elapsed.as_secs_f64());
+        }
         if let Some(limit) = record.limit {
             // A tool's own limit: the answer is a tool error, the refusal is counted.
             self.inner
@@ -259,5 +283,139 @@ impl Metrics {
                 .get_or_create(&RefusalLabels { transport, reason })
                 .inc();
         }
+    }
+}
+
+impl Metrics {
+    fn request_counter(
+        &self,
+        transport: &'static str,
+        method: &'static str,
+        name: &str,
+        outcome: &'static str,
+    ) -> Counter {
+        let name = if name.is_empty() {
+            Arc::clone(&self.inner.no_name)
+        } else {
+            Arc::from(name)
+        };
+        self.inner
+            .requests
+            .get_or_create(&RequestLabels {
+                transport,
+                method,
+                name,
+                outcome,
+            })
+            .clone()
+    }
+
+    fn duration_histogram(&self, transport: &'static str, method: &'static str) -> Histogram {
+        self.inner
+            .duration
+            .get_or_create(&DurationLabels { transport, method })
+            .clone()
+    }
+}
+
+/// How many request series a thread keeps at hand.
+const MAX_SERIES: usize = 64;
+
+thread_local! {
+    /// Per thread, the series of the kinds of request it answered: counting a request
+    /// is then a short scan and two updates, instead of two family lookups that hash
+    /// the labels and take a lock (issue 19: metrics are on every request).
+    static SERIES: RefCell<Vec<Series>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The counter and histogram of one label set of one registry.
+struct Series {
+    /// Whose series these are; a weak handle keeps the address from being reused.
+    owner: Weak<Inner>,
+    transport: &'static str,
+    method: &'static str,
+    outcome: &'static str,
+    name: Arc<str>,
+    requests: Counter,
+    duration: Histogram,
+}
+
+impl Series {
+    /// Whether these are `inner`'s series of this label set. The `'static` labels are
+    /// compared by address: two equal texts at two addresses are two entries for the
+    /// same series, which only costs a slot.
+    fn is(
+        &self,
+        inner: &Arc<Inner>,
+        transport: &'static str,
+        method: &'static str,
+        outcome: &'static str,
+        name: &str,
+    ) -> bool {
+        std::ptr::eq(self.transport, transport)
+            && std::ptr::eq(self.method, method)
+            && std::ptr::eq(self.outcome, outcome)
+            && std::ptr::eq(self.owner.as_ptr(), Arc::as_ptr(inner))
+            && *self.name == *name
+    }
+
+    fn count(&self, elapsed: Duration) {
+        self.requests.inc();
+        self.duration.observe(elapsed.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::observe::{Observe, Transport};
+
+    fn answer_list(metrics: &Metrics) {
+        let observe = Observe {
+            metrics: Some(metrics.clone()),
+        };
+        let mut r = observe
+            .begin(Transport::Http, 10)
+            .unwrap_or_else(|| panic!("no record with metrics on"));
+        r.method_name("tools/list");
+        drop(r);
+    }
+
+    fn listed(metrics: &Metrics) -> String {
+        let text = metrics.encode();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("snodo_requests_total{") && l.contains("tools/list"))
+            .unwrap_or_default();
+        line.rsplit(' ').next().unwrap_or_default().to_owned()
+    }
+
+    /// The per-thread series belong to their registry: two registries on one thread
+    /// count apart, and a registry made after another was dropped starts at zero.
+    #[test]
+    fn cached_series_stay_with_their_registry() {
+        let a = Metrics::new();
+        let b = Metrics::new();
+        for _ in 0..3 {
+            answer_list(&a);
+        }
+        answer_list(&b);
+        assert_eq!(listed(&a), "3");
+        assert_eq!(listed(&b), "1");
+        drop(a);
+        for _ in 0..100 {
+            let c = Metrics::new();
+            answer_list(&c);
+            assert_eq!(listed(&c), "1");
+        }
+        answer_list(&b);
+        assert_eq!(listed(&b), "2");
+        let text = b.encode();
+        assert!(
+            text.contains(
+                "snodo_request_duration_seconds_count{transport=\"http\",method=\"tools/list\"} 2"
+            ),
+            "{text}"
+        );
     }
 }

@@ -8,18 +8,36 @@ use snodo::FieldValue;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Metadata};
 
+use super::request::write_request;
 use crate::LogFormat;
 
 thread_local! {
-    /// The second last formatted and its `YYYY-MM-DDTHH:MM:SS` text.
+    /// The second last formatted and its `YYYY-MM-DDTHH:MM:SS.` text.
     static SECOND: std::cell::RefCell<(u64, String)> =
         const { std::cell::RefCell::new((u64::MAX, String::new())) };
 }
 
 /// One event as one line (with its `\n`). A request event whose typed summary is
-/// lent (see [`snodo::RequestSummary`]) is written from it, without visiting fields;
-/// both paths go through [`Style::field`], so the lines are the same.
+/// lent (see [`snodo::RequestSummary`]) is written from it by [`write_request`];
+/// any other event by visiting its fields. Both write the same line for a request.
 pub(super) fn format_line(
+    format: LogFormat,
+    now: SystemTime,
+    event: &Event<'_>,
+    line: &mut String,
+) {
+    let meta = event.metadata();
+    if meta.target() == snodo::REQUEST_TARGET
+        && *meta.level() == Level::INFO
+        && snodo::RequestSummary::with_current(|s| write_request(format, now, s, line)).is_some()
+    {
+        return;
+    }
+    format_visited(format, now, event, line);
+}
+
+/// One event as one line, from its fields as `tracing` visits them.
+pub(super) fn format_visited(
     format: LogFormat,
     now: SystemTime,
     event: &Event<'_>,
@@ -34,14 +52,7 @@ pub(super) fn format_line(
 fn write_line<S: Style>(now: SystemTime, event: &Event<'_>, line: &mut String) {
     let meta = event.metadata();
     S::begin(line, now, meta);
-    let summarised = meta.target() == snodo::REQUEST_TARGET
-        && snodo::RequestSummary::with_current(|summary| {
-            summary.for_each_field(|name, value| S::field(line, name, value));
-        })
-        .is_some();
-    if !summarised {
-        event.record(&mut Fields::<S>::new(line));
-    }
+    event.record(&mut Fields::<S>::new(line));
     S::end(line, meta);
     line.push('\n');
 }
@@ -213,13 +224,18 @@ impl<S: Style> Visit for Fields<'_, S> {
 /// `s` as a JSON string literal (which is also how `Debug` quotes plain text).
 fn push_json_str(line: &mut String, s: &str) {
     line.push('"');
+    push_json_body(line, s);
+    line.push('"');
+}
+
+/// `s` escaped as the inside of a JSON string literal.
+pub(super) fn push_json_body(line: &mut String, s: &str) {
     // Names, methods and versions need no escape: one pass to know, one copy.
     if !s
         .bytes()
         .any(|b| b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f)
     {
         line.push_str(s);
-        line.push('"');
         return;
     }
     let mut start = 0;
@@ -242,11 +258,16 @@ fn push_json_str(line: &mut String, s: &str) {
         start = i + 1;
     }
     line.push_str(&s[start..]);
-    line.push('"');
 }
 
 /// RFC 3339 UTC with microseconds: `2026-12-03T08:50:00.123456Z`.
-fn push_timestamp(line: &mut String, now: SystemTime) {
+pub(super) fn push_timestamp(line: &mut String, now: SystemTime) {
+    push_time(line, now);
+    line.push('Z');
+}
+
+/// The timestamp without its `Z`: `2026-12-03T08:50:00.123456`.
+pub(super) fn push_time(line: &mut String, now: SystemTime) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     // Requests come many per second: the date and time are formatted once a second.
@@ -255,6 +276,7 @@ fn push_timestamp(line: &mut String, now: SystemTime) {
             if second.0 != secs {
                 second.1.clear();
                 push_second(&mut second.1, secs);
+                second.1.push('.');
                 second.0 = secs;
             }
             line.push_str(&second.1);
@@ -264,11 +286,16 @@ fn push_timestamp(line: &mut String, now: SystemTime) {
     });
     if !cached {
         push_second(line, secs);
+        line.push('.');
     }
-    line.push('.');
-    push_digits(line, u64::from(since.subsec_micros()), 6);
-    line.push('Z');
+    // Six digits, always, pushed one by one (no text to check as UTF-8, no copy call).
+    let micros = since.subsec_micros();
+    for scale in [100_000, 10_000, 1_000, 100, 10, 1] {
+        line.push(char::from(DIGITS[(micros / scale % 10) as usize]));
+    }
 }
+
+const DIGITS: [u8; 10] = *b"0123456789";
 
 /// `n` in decimal, zero-padded to `width`.
 fn push_digits(line: &mut String, n: u64, width: usize) {

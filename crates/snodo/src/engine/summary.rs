@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 
+use super::observe::Name;
 use crate::protocol::{Method, RequestId};
 use crate::runtime::context::Principal;
 
@@ -35,7 +36,7 @@ pub struct RequestSummary {
     pub(crate) transport: &'static str,
     pub(crate) method: Option<Method>,
     pub(crate) method_name: Option<Box<str>>,
-    pub(crate) name: Option<std::sync::Arc<str>>,
+    pub(crate) name: Option<Name>,
     pub(crate) dialect: Option<&'static str>,
     pub(crate) principal: Option<Principal>,
     pub(crate) id: Option<RequestId>,
@@ -70,7 +71,7 @@ impl RequestSummary {
         f("transport", Str(self.transport));
         f("method", Str(self.method_str()));
         if let Some(name) = &self.name {
-            f("name", Str(name));
+            f("name", Str(name.as_str()));
         }
         if let Some(dialect) = self.dialect {
             f("dialect", Str(dialect));
@@ -98,8 +99,88 @@ impl RequestSummary {
         f("bytes_out", U64(self.bytes_out));
     }
 
+    /// The transport: `http` or `stdio`.
+    #[must_use]
+    pub fn transport(&self) -> &'static str {
+        self.transport
+    }
+
+    /// The method, when the message had one ([`Method::Unknown`] for one snodo does not
+    /// serve: [`method_str`](Self::method_str) says what was sent).
+    #[must_use]
+    pub fn method(&self) -> Option<Method> {
+        self.method
+    }
+
+    /// The tool or prompt name, or the resource URI (truncated), as the client sent it.
+    #[must_use]
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The protocol revision the request was answered in.
+    #[must_use]
+    pub fn dialect(&self) -> Option<&'static str> {
+        self.dialect
+    }
+
+    /// The authenticated principal's subject.
+    #[must_use]
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_ref().map(Principal::id)
+    }
+
+    /// The request's id, as the client sent it.
+    #[must_use]
+    pub fn id(&self) -> Option<&RequestId> {
+        self.id.as_ref()
+    }
+
+    /// `ok`, `tool_error`, `error`, `refused`, `timeout` or `cancelled`.
+    #[must_use]
+    pub fn outcome(&self) -> &'static str {
+        self.outcome
+    }
+
+    /// The JSON-RPC error code of the answer, if it was an error.
+    #[must_use]
+    pub fn code(&self) -> Option<i64> {
+        self.code
+    }
+
+    /// The HTTP status of the answer (HTTP only).
+    #[must_use]
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// Which of a tool's own limits stopped the call (`rate`, `concurrency`, `timeout`).
+    #[must_use]
+    pub fn limit(&self) -> Option<&'static str> {
+        self.limit
+    }
+
+    /// Microseconds from the message's arrival to its answer.
+    #[must_use]
+    pub fn duration_us(&self) -> u64 {
+        self.duration_us
+    }
+
+    /// Bytes of the message.
+    #[must_use]
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in
+    }
+
+    /// Bytes written for the answer.
+    #[must_use]
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out
+    }
+
     /// The method as sent (`-` when the message had none).
-    pub(crate) fn method_str(&self) -> &str {
+    #[must_use]
+    pub fn method_str(&self) -> &str {
         match (&self.method_name, self.method) {
             (Some(name), _) => name,
             (None, Some(m)) => m.as_str(),
