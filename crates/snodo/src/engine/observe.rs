@@ -73,6 +73,32 @@ impl Outcome {
     }
 }
 
+/// Whether a subscriber wants the request event, decided as `tracing`'s event macros
+/// decide it: by the call site's cached interest, asking the subscriber only when it
+/// answered "sometimes". (`tracing::enabled!` asks the subscriber every time, about
+/// 100 instructions on every request.)
+fn request_event_wanted() -> bool {
+    use tracing::callsite::DefaultCallsite;
+    use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
+    use tracing::{Level, Metadata};
+
+    static CALLSITE: DefaultCallsite = DefaultCallsite::new(&META);
+    static META: Metadata<'static> = tracing_core::metadata! {
+        name: "request",
+        target: REQUEST_TARGET,
+        level: Level::INFO,
+        fields: &[],
+        callsite: &CALLSITE,
+        kind: tracing::metadata::Kind::HINT,
+    };
+    if Level::INFO > STATIC_MAX_LEVEL || Level::INFO > LevelFilter::current() {
+        return false;
+    }
+    let interest = CALLSITE.interest();
+    interest.is_always()
+        || (!interest.is_never() && tracing::dispatcher::get_default(|d| d.enabled(&META)))
+}
+
 /// What every request of one engine observes with.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Observe {
@@ -103,7 +129,7 @@ impl Observe {
     /// A record for a message that just arrived (`bytes_in`: its size), or `None` when
     /// nothing observes requests.
     pub(crate) fn begin(&self, transport: Transport, bytes_in: usize) -> Option<Record> {
-        let log = tracing::enabled!(target: REQUEST_TARGET, tracing::Level::INFO);
+        let log = request_event_wanted();
         if !log && !self.metrics_on() {
             return None;
         }
