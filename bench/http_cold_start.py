@@ -11,8 +11,9 @@ the process's CPU time so far (/proc/PID/schedstat, nanoseconds), its RSS and pe
 then, and the RSS split into anonymous (per-instance) and file-backed (the executable and
 libraries mapped from the page cache, shared by every instance) from
 /proc/PID/smaps_rollup; stop it (SIGTERM, by PID). Medians are printed, with ratios to the first server
-given. With --callgrind, one more run each under callgrind, stopped right after its first
-answer: the instructions from exec to there (plus exit), which no neighbour can move.
+given. With --callgrind, one more run each under callgrind: the instructions from exec to
+the first answer (a dump taken right after it) and to exit (SIGTERM right after the
+answer, then the server's shutdown), which no neighbour can move.
 --out appends one JSON line per server with the medians. With --drop-cache, each
 server's executable is dropped from the page cache first (posix_fadvise DONTNEED) and
 run once unrecorded, so that every binary is read back the same way (by the faults of
@@ -127,7 +128,7 @@ def port_free(port):
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def run(cmd, port, prefix=(), limit_s=30.0):
+def run(cmd, port, prefix=(), limit_s=30.0, on_answer=None):
     if not port_free(port):
         sys.exit(f"port {port} is already in use")
     raw = request_bytes(port)
@@ -145,6 +146,8 @@ def run(cmd, port, prefix=(), limit_s=30.0):
         flt = faults(proc.pid)
         st = proc_status(proc.pid)
         split = rss_split(proc.pid)
+        if on_answer:
+            on_answer(proc.pid)
         return {"wall_ms": wall, "cpu_ms": cpu,
                 "rss_mib": st.get("VmRSS"), "hwm_mib": st.get("VmHWM"),
                 "anon_mib": split.get("anon_mib"), "file_mib": split.get("file_mib"),
@@ -154,18 +157,31 @@ def run(cmd, port, prefix=(), limit_s=30.0):
 
 
 def callgrind(cmd, port):
+    """Instructions from exec to the first answer (a callgrind dump taken right after
+    it), and from exec to exit (the answer, then SIGTERM and the shutdown)."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.%p.out")
+
+        def dump(pid):
+            subprocess.run(["callgrind_control", "--dump=answered", str(pid)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
         run(cmd, port, prefix=("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"),
-            limit_s=120.0)
-        total = 0
+            limit_s=120.0, on_answer=dump)
+        total, answered = 0, None
         for f in glob.glob(os.path.join(d, "cg.*.out*")):
+            ir, is_answer = 0, False
             with open(f) as fh:
                 for line in fh:
+                    if line.startswith("desc: Trigger: dump answered"):
+                        is_answer = True
                     if line.startswith(("summary:", "totals:")):
-                        total += int(line.split()[1])
+                        ir = int(line.split()[1])
                         break
-        return total or None
+            total += ir
+            if is_answer:
+                answered = ir
+        return answered, (total or None)
 
 
 def drop_cache(path):
@@ -207,18 +223,20 @@ def main():
         rs = runs[name]
         row = {k: statistics.median([r[k] for r in rs if r[k] is not None] or [0])
                for k in ("wall_ms", "cpu_ms", "rss_mib", "hwm_mib", "anon_mib", "file_mib", "faults")}
-        row["instructions"] = callgrind(cmd, port) if a.callgrind else None
+        row["instructions"], row["instructions_exit"] = (
+            callgrind(cmd, port) if a.callgrind else (None, None))
         rows[name] = row
 
     print(f"cold start over HTTP to the first tools/list answer, medians of {a.reps} interleaved runs")
     print("| server | wall ms | CPU ms | RSS MiB at answer = anon + file | peak RSS MiB "
-          "| page faults | instructions |")
+          "| page faults | instructions to answer (to exit) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, row in rows.items():
         ins = row["instructions"]
         print(f"| {name} | {row['wall_ms']:.2f} | {row['cpu_ms']:.2f} | {row['rss_mib']:.1f} "
               f"= {row['anon_mib']:.1f} + {row['file_mib']:.1f} "
-              f"| {row['hwm_mib']:.1f} | {row['faults']:.0f} | {ins if ins else '-'} |")
+              f"| {row['hwm_mib']:.1f} | {row['faults']:.0f} "
+              f"| {ins if ins else '-'} ({row['instructions_exit'] or '-'}) |")
     first = servers[0][0]
     for name in rows:
         if name == first:
