@@ -7,8 +7,8 @@
 #
 # What it does
 #   1. builds our `snodo` exactly as users do (`cargo build --release -p snodo-cli`: the
-#      workspace's release profile, thin LTO and one codegen unit, the baselines' profile
-#      too) into $CARGO_TARGET_DIR [/tmp/target-bench], and the floor-hyper and
+#      workspace's release profile, fat LTO and one codegen unit; the baselines keep
+#      their own, thin LTO) into $CARGO_TARGET_DIR [/tmp/target-bench], and the floor-hyper and
 #      rmcp baselines from the shared kit (copied to $BASELINES [/tmp/snodo-bench-baselines];
 #      their code is never committed here). SKIP_BUILD=1 uses existing binaries.
 #   2. per repetition, for each server in turn (order rotated every repetition): start it
