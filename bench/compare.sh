@@ -7,8 +7,8 @@
 #
 # What it does
 #   1. builds our `snodo` exactly as users do (`cargo build --release -p snodo-cli`: the
-#      workspace's release profile, thin LTO and one codegen unit, the baselines' profile
-#      too) into $CARGO_TARGET_DIR [/tmp/target-bench], and the floor-hyper and
+#      workspace's release profile, fat LTO and one codegen unit; the baselines keep
+#      their own, thin LTO) into $CARGO_TARGET_DIR [/tmp/target-bench], and the floor-hyper and
 #      rmcp baselines from the shared kit (copied to $BASELINES [/tmp/snodo-bench-baselines];
 #      their code is never committed here). SKIP_BUILD=1 uses existing binaries.
 #   2. per repetition, for each server in turn (order rotated every repetition): start it
@@ -17,7 +17,8 @@
 #        tools/call echo and tools/list x 2026-07-28 and 2025-11-25 headers x c=1 and c=32,
 #        then tools/call 2026-07-28 at c=256 (memory under many connections).
 #   3. cold start (bench/http_cold_start.py, COLD_REPS [9] interleaved runs + one callgrind
-#      run each): spawn to the first answered tools/list, CPU, RSS at that answer.
+#      run each): spawn to the first answered tools/list, CPU, RSS at that answer (anon +
+#      file-backed), for the echo fixture and the demo (`snodo serve` over docs/).
 #   4. prints the shared kit's summarize.py medians, then bench/compare.py: our figures
 #      and their ratios to the floor and to rmcp, checked against the issue-15 targets.
 #
@@ -174,8 +175,14 @@ COLD_OUT="$OUT_DIR/cold.jsonl"
 if [ "$COLD" = 1 ]; then
   echo "== cold start, ${COLD_REPS:-9} interleaved runs per server + one callgrind run" >&2
   cold=(--server "snodo=8940=$SNODO fixture --addr 127.0.0.1:8940 --protocols 2026-07-28,2025-11-25 --profile echo --workers 1")
+  # The demo (`snodo serve`, every protocol, its tools' schemas compiled at start) over
+  # this repository's docs/ folder.
+  cold+=(--server "snodo-demo=8941=$SNODO serve --addr 127.0.0.1:8941 --root $REPO/docs --workers 1")
   cold+=(--server "floor-hyper=8933=$FLOOR hyper 127.0.0.1:8933" --server "rmcp-cached=8934=$RMCP 127.0.0.1:8934")
   command -v valgrind >/dev/null && cold+=(--callgrind)
+  # Every binary read back into the page cache the same way (file-backed RSS otherwise
+  # depends on whether the linker or cp wrote it).
+  cold+=(--drop-cache)
   TOKIO_WORKER_THREADS=1 FLOOR_WORKERS=1 RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1 \
     python3 "$HERE/http_cold_start.py" --reps "${COLD_REPS:-9}" --out "$COLD_OUT" "${cold[@]}" \
     | tee "$OUT_DIR/cold.txt"

@@ -8,10 +8,17 @@ For every server, interleaved, --reps times: spawn it, send a 2026-07-28 `tools/
 shared kit's body and headers, bench/fixed_client.py) on a fresh connection every 0.2 ms
 until one is answered with a result, and record the wall time from spawn to that answer,
 the process's CPU time so far (/proc/PID/schedstat, nanoseconds), its RSS and peak RSS
-then; stop it (SIGTERM, by PID). Medians are printed, with ratios to the first server
-given. With --callgrind, one more run each under callgrind, stopped right after its first
-answer: the instructions from exec to there (plus exit), which no neighbour can move.
---out appends one JSON line per server with the medians.
+then, and the RSS split into anonymous (per-instance) and file-backed (the executable and
+libraries mapped from the page cache, shared by every instance) from
+/proc/PID/smaps_rollup; stop it (SIGTERM, by PID). Medians are printed, with ratios to the first server
+given. With --callgrind, one more run each under callgrind: the instructions from exec to
+the first answer (a dump taken right after it) and to exit (SIGTERM right after the
+answer, then the server's shutdown), which no neighbour can move.
+--out appends one JSON line per server with the medians. With --drop-cache, each
+server's executable is dropped from the page cache first (posix_fadvise DONTNEED) and
+run once unrecorded, so that every binary is read back the same way (by the faults of
+its first run, in the kernel's read-ahead folios): a binary just written by the linker
+or by cp keeps the writer's folios, and file-backed RSS then depends on how it was made.
 """
 
 import argparse
@@ -66,6 +73,34 @@ def proc_status(pid):
     return out
 
 
+def rss_split(pid):
+    """RssAnon and RssFile (MiB) from /proc/PID/smaps_rollup (Anonymous vs the rest)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            fields = {}
+            for line in f:
+                k, _, v = line.partition(":")
+                if v.strip().endswith("kB"):
+                    fields[k] = int(v.split()[0]) / 1024
+        if "Rss" in fields and "Anonymous" in fields:
+            out["anon_mib"] = fields["Anonymous"]
+            out["file_mib"] = fields["Rss"] - fields["Anonymous"]
+    except OSError:
+        pass
+    return out
+
+
+def faults(pid):
+    """Page faults (minor + major) of the process so far, from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[7]) + int(fields[9])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cpu_ms(pid):
     """CPU time of every thread of the process, from the scheduler (ns resolution)."""
     total = 0
@@ -93,7 +128,7 @@ def port_free(port):
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def run(cmd, port, prefix=(), limit_s=30.0):
+def run(cmd, port, prefix=(), limit_s=30.0, on_answer=None):
     if not port_free(port):
         sys.exit(f"port {port} is already in use")
     raw = request_bytes(port)
@@ -107,26 +142,57 @@ def run(cmd, port, prefix=(), limit_s=30.0):
                 sys.exit(f"{cmd[0]} did not answer within {limit_s} s")
             time.sleep(0.0002)
         wall = (time.perf_counter() - t0) * 1000
+        cpu = cpu_ms(proc.pid)
+        flt = faults(proc.pid)
         st = proc_status(proc.pid)
-        return {"wall_ms": wall, "cpu_ms": cpu_ms(proc.pid),
-                "rss_mib": st.get("VmRSS"), "hwm_mib": st.get("VmHWM")}
+        split = rss_split(proc.pid)
+        if on_answer:
+            on_answer(proc.pid)
+        return {"wall_ms": wall, "cpu_ms": cpu,
+                "rss_mib": st.get("VmRSS"), "hwm_mib": st.get("VmHWM"),
+                "anon_mib": split.get("anon_mib"), "file_mib": split.get("file_mib"),
+                "faults": flt}
     finally:
         stop(proc)
 
 
 def callgrind(cmd, port):
+    """Instructions from exec to the first answer (a callgrind dump taken right after
+    it), and from exec to exit (the answer, then SIGTERM and the shutdown)."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.%p.out")
+
+        def dump(pid):
+            subprocess.run(["callgrind_control", "--dump=answered", str(pid)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
         run(cmd, port, prefix=("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"),
-            limit_s=120.0)
-        total = 0
+            limit_s=120.0, on_answer=dump)
+        total, answered = 0, None
         for f in glob.glob(os.path.join(d, "cg.*.out*")):
+            ir, is_answer = 0, False
             with open(f) as fh:
                 for line in fh:
+                    if line.startswith("desc: Trigger: dump answered"):
+                        is_answer = True
                     if line.startswith(("summary:", "totals:")):
-                        total += int(line.split()[1])
+                        ir = int(line.split()[1])
                         break
-        return total or None
+            total += ir
+            if is_answer:
+                answered = ir
+        return answered, (total or None)
+
+
+def drop_cache(path):
+    """Evicts a file's clean pages from the page cache (pages mapped elsewhere stay)."""
+    import shutil
+    exe = shutil.which(path) or path
+    fd = os.open(exe, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def main():
@@ -135,12 +201,18 @@ def main():
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--callgrind", action="store_true")
     ap.add_argument("--out")
+    ap.add_argument("--drop-cache", action="store_true")
     a = ap.parse_args()
     servers = []
     for spec in a.server:
         name, port, cmd = spec.split("=", 2)
         servers.append((name, int(port), cmd.split()))
 
+    if a.drop_cache:
+        for _, port, cmd in servers:
+            drop_cache(cmd[0])
+        for _, port, cmd in servers:
+            run(cmd, port)
     runs = {name: [] for name, _, _ in servers}
     for rep in range(a.reps):
         order = servers[rep % len(servers):] + servers[:rep % len(servers)]
@@ -150,17 +222,21 @@ def main():
     for name, port, cmd in servers:
         rs = runs[name]
         row = {k: statistics.median([r[k] for r in rs if r[k] is not None] or [0])
-               for k in ("wall_ms", "cpu_ms", "rss_mib", "hwm_mib")}
-        row["instructions"] = callgrind(cmd, port) if a.callgrind else None
+               for k in ("wall_ms", "cpu_ms", "rss_mib", "hwm_mib", "anon_mib", "file_mib", "faults")}
+        row["instructions"], row["instructions_exit"] = (
+            callgrind(cmd, port) if a.callgrind else (None, None))
         rows[name] = row
 
     print(f"cold start over HTTP to the first tools/list answer, medians of {a.reps} interleaved runs")
-    print("| server | wall ms | CPU ms | RSS MiB at answer | peak RSS MiB | instructions |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| server | wall ms | CPU ms | RSS MiB at answer = anon + file | peak RSS MiB "
+          "| page faults | instructions to answer (to exit) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, row in rows.items():
         ins = row["instructions"]
         print(f"| {name} | {row['wall_ms']:.2f} | {row['cpu_ms']:.2f} | {row['rss_mib']:.1f} "
-              f"| {row['hwm_mib']:.1f} | {ins if ins else '-'} |")
+              f"= {row['anon_mib']:.1f} + {row['file_mib']:.1f} "
+              f"| {row['hwm_mib']:.1f} | {row['faults']:.0f} "
+              f"| {ins if ins else '-'} ({row['instructions_exit'] or '-'}) |")
     first = servers[0][0]
     for name in rows:
         if name == first:

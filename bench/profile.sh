@@ -53,8 +53,8 @@ micro)
   N=${2:-2000}
   BIN=${BENCH_BIN:-}
   [ -n "$BIN" ] || { echo "== building the hot_path bench binary (profile bench = release + debug=1)" >&2
-  # Same profile as the server build in compare.sh (thin LTO, 1 CGU): reuses its artifacts.
-  BIN=$(cd "$REPO" && CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo bench -p snodo --bench hot_path --no-run --message-format=json 2>/dev/null \
+  # Same profile as the server build in compare.sh (fat LTO, 1 CGU): reuses its artifacts.
+  BIN=$(cd "$REPO" && CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo bench -p snodo --bench hot_path --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)
