@@ -27,6 +27,9 @@
 #                (TOKIO_WORKER_THREADS=1, plus --workers 1 when the CLI honours it)
 #   snodo-2w     the same with two workers, not pinned: requests per server CPU-second
 #                against one worker's is what cross-thread work costs
+#   snodo-quiet  the same without the request log (RUST_LOG=snodo::request=off), and
+#   snodo-observed  with it and Prometheus metrics (--metrics-addr): what observation
+#                costs, side by side (SERVERS="snodo-quiet snodo snodo-observed")
 #   floor-hyper  mcp-floor hyper (FLOOR_WORKERS=1)
 #   rmcp-cached  rmcp 3.11 stateless, json_response, router built once
 #                (RMCP_BENCH_WORKERS=1 RMCP_BENCH_CACHED=1)
@@ -99,14 +102,16 @@ start_server() { # $1=name -> sets SERVER_PID, PORT
   local name=$1 pin=() cmd=()
   [ -n "$SERVER_CPU" ] && pin=(taskset -c "$SERVER_CPU")
   case "$name" in
-    snodo|snodo-2w)
+    snodo|snodo-2w|snodo-quiet|snodo-observed)
       PORT=8940
-      local n=1
+      local n=1 logs=() extra=()
       [ "$name" = snodo-2w ] && { n=2; pin=(); }
+      [ "$name" = snodo-quiet ] && logs=(RUST_LOG=snodo::request=off)
+      [ "$name" = snodo-observed ] && extra=(--metrics-addr 127.0.0.1:8945)
       local workers=()
       "$SNODO" --help 2>/dev/null | grep -q -- '--workers' && workers=(--workers $n)
-      cmd=(env TOKIO_WORKER_THREADS=$n "$SNODO" "${workers[@]}" fixture --addr "127.0.0.1:$PORT"
-           --protocols 2026-07-28,2025-11-25 --profile echo) ;;
+      cmd=(env TOKIO_WORKER_THREADS=$n "${logs[@]}" "$SNODO" "${workers[@]}" fixture --addr "127.0.0.1:$PORT"
+           --protocols 2026-07-28,2025-11-25 --profile echo "${extra[@]}") ;;
     floor-hyper)
       PORT=8933; cmd=(env FLOOR_WORKERS=1 "$FLOOR" hyper "127.0.0.1:$PORT") ;;
     rmcp-cached)
