@@ -260,8 +260,8 @@ pub(super) fn deliver(
 /// Reads the message and its `params` in one pass. A body that only the raw scan
 /// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
 /// that the refusal carries the request id as it did before the fast path.
-pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
-    if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
+pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, Rejection> {
+    if let Ok(incoming) = Incoming::<SplitParams<'_>>::parse_as(bytes) {
         return Ok(incoming);
     }
     // The raw reading's error is the refusal: exactly what it was without the fast path.

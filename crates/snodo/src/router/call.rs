@@ -69,7 +69,9 @@ impl Router<'_> {
             None => None,
         };
         if as_task {
-            return self.start_task(call, tool, arguments, ctx, admitted).await;
+            // Boxed: the task path is rare and its future large; inline, every tools/call
+            // would carry (and copy) its state.
+            return Box::pin(self.start_task(call, tool, arguments, ctx, admitted)).await;
         }
         let run = (tool.handler)(arguments, ctx);
         let deadline = tool.enforcer.as_deref().and_then(Enforcer::timeout);
