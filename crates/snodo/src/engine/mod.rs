@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use exec::{Ended, Execution, Held, Options, Step};
+pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
 pub(crate) use inflight::InFlight;
 pub(crate) use listen::{ListenStep, Subscription};

@@ -93,6 +93,7 @@ pub(crate) struct SplitParams<'a> {
 }
 
 impl<'a> Params<'a> for SplitParams<'a> {
+    type Member = super::jsonrpc::Member<'a>;
     fn is_object(&self) -> bool {
         !self.not_object
     }
@@ -142,7 +143,7 @@ mod tests {
 
     #[test]
     fn splits_meta_from_the_rest() {
-        let p: SplitParams = serde_json::from_str(
+        let p: SplitParams<'_> = serde_json::from_str(
             r#"{"name":"echo","_meta":{"progressToken":3,"x":1},"arguments":{"a":[1]}}"#,
         )
         .unwrap_or_default();
@@ -154,11 +155,11 @@ mod tests {
         assert!(meta.present);
         assert_eq!(meta.other.get("x"), Some(&Value::from(1)));
         for not_object in ["[1,{}]", "null", "true", "1", "-1", "1.5", "\"s\""] {
-            let p: SplitParams = serde_json::from_str(not_object).unwrap_or_default();
+            let p: SplitParams<'_> = serde_json::from_str(not_object).unwrap_or_default();
             assert!(!p.is_object(), "{not_object}");
         }
         // Keys with escapes are decoded.
-        let p: SplitParams = serde_json::from_str(r#"{"\u006eame":1}"#).unwrap_or_default();
+        let p: SplitParams<'_> = serde_json::from_str(r#"{"\u006eame":1}"#).unwrap_or_default();
         let mut rest = p.rest;
         assert_eq!(rest.take("name"), Some(Value::from(1)));
     }

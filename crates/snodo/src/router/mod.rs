@@ -132,7 +132,7 @@ impl Router<'_> {
     /// The call and the context are passed down by reference and by handle: every
     /// level of this chain is a future nested in the one above it, and what each level
     /// owns is moved (copied) into it when it starts.
-    pub(crate) async fn dispatch(&self, call: &mut Call, ctx: RequestContext) -> Answer {
+    pub(crate) async fn dispatch(self, call: &mut Call, ctx: RequestContext) -> Answer {
         let method = call.method;
         let dialect = call.dialect;
         let run = AssertUnwindSafe(self.route(call, ctx)).catch_unwind();

@@ -199,7 +199,11 @@ impl RequestContext {
 
     /// This context with a round's answers and application state (2026-07-28 multi
     /// round-trip), set before any handler holds it.
-    pub(crate) fn with_round(mut self, answers: Map<String, Value>, app_state: Option<Value>) -> Self {
+    pub(crate) fn with_round(
+        mut self,
+        answers: Map<String, Value>,
+        app_state: Option<Value>,
+    ) -> Self {
         match Arc::get_mut(&mut self.inner) {
             Some(inner) => {
                 inner.answers = Mutex::new(answers);
