@@ -126,6 +126,10 @@ impl std::fmt::Debug for Execution {
 
 /// An execution starting, a future of the [`Execution`]: ready at once when a slot was
 /// free, else once one frees up (or the deadline passes).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the execution is what the caller keeps; boxing it costs an allocation per request"
+)]
 pub(crate) enum Starting<'a> {
     /// Started (or refused) without waiting (`None` once taken).
     Now(Option<Result<Execution, Failure>>),
@@ -410,6 +414,10 @@ fn refuse(record: &mut Option<Record>, span: &tracing::Span, failure: Failure) -
 /// captured. The waiting (timer, tokens) is a boxed future of its own, so that the state
 /// boxed per request stays small (1032 bytes with the shipped profile, the largest
 /// request glibc serves from its per-thread cache; measured with `-Zprint-type-sizes`).
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+)]
 fn run(
     engine: Arc<Engine>,
     mut call: Call,

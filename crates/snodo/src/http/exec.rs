@@ -93,6 +93,10 @@ pub(crate) fn execute<'a>(
 /// Answers a started execution: JSON, or an event stream from its first notification.
 ///
 /// An `async` block rather than an `async fn`, for the reason [`execute`] gives.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+)]
 fn answer(
     shared: &Arc<Shared>,
     id: RequestId,

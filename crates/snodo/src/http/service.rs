@@ -94,6 +94,10 @@ impl McpService {
     // The futures of this file are `async` blocks rather than `async fn`s: an `async fn`
     // moves its arguments into locals of its state, a second copy of the request (and
     // hyper copies the whole future when it starts it).
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+    )]
     pub fn handle<B>(&self, req: Request<B>) -> impl Future<Output = Response<Body>> + Send + '_
     where
         B: http_body::Body + Send + 'static,
@@ -116,6 +120,10 @@ impl McpService {
         }
     }
 
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+    )]
     fn answer<'a, B>(
         &'a self,
         req: Request<B>,
@@ -168,6 +176,10 @@ impl McpService {
     }
 
     /// The checks of the HTTP request, the authentication, and the body.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+    )]
     fn read<'a, B>(
         &'a self,
         req: Request<B>,
@@ -230,6 +242,10 @@ impl McpService {
     }
 
     /// Admits one message: what to execute, or the answer when there is nothing to run.
+    #[allow(
+        clippy::result_large_err,
+        reason = "a refusal is the response itself, as in the rest of this file"
+    )]
     fn admit(
         &self,
         parts: &http::request::Parts,
@@ -287,6 +303,10 @@ impl McpService {
 }
 
 /// What an admitted message leads to.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "moved once, into the execution; boxing it costs an allocation per request"
+)]
 enum Next {
     /// Nothing to execute: the answer.
     Answered(Response<Body>),

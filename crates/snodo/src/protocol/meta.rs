@@ -173,7 +173,11 @@ impl RequestMeta {
 impl RequestMeta {
     fn set_client_info(&mut self, raw: Option<Box<RawValue>>) -> Result<(), RpcError> {
         match raw {
-            Some(raw) if serde_json::from_str::<ClientInfoCheck>(raw.get()).is_ok() => {
+            Some(raw)
+                if super::object_scan::has_string_name_and_version(raw.get()).unwrap_or_else(
+                    || serde_json::from_str::<ClientInfoCheck>(raw.get()).is_ok(),
+                ) =>
+            {
                 self.client_info = Some(raw);
                 Ok(())
             }
@@ -357,6 +361,25 @@ impl<'de> Deserialize<'de> for Key<'de> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_client_info_scan_agrees_with_the_serde_check() {
+        for raw in [
+            r#"{"name":"a","version":"1"}"#,
+            r#"{"name":"a","version":"1","extra":{"name":[1,{"version":"x"}]}}"#,
+            r#"{"name":"a"}"#,
+            r#"{"name":"a","version":true}"#,
+            r#"{"name":"a","name":"a","version":"1"}"#,
+            r#"{"version":"1","name":"a\\","t":"}{]["}"#,
+            "{}",
+            "[\"a\",\"b\"]",
+            "1",
+        ] {
+            let scan = super::super::object_scan::has_string_name_and_version(raw);
+            let serde = serde_json::from_str::<ClientInfoCheck>(raw).is_ok();
+            assert_eq!(scan, Some(serde), "{raw}");
+        }
+    }
 
     #[test]
     fn parses_and_validates() {
