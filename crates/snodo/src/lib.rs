@@ -139,7 +139,7 @@ pub mod fuzzing {
     #[must_use]
     pub fn parse_request(body: &[u8]) -> bool {
         matches!(
-            crate::protocol::jsonrpc::Incoming::<crate::protocol::params::SplitParams>::parse_as(
+            crate::protocol::jsonrpc::Incoming::<crate::protocol::params::SplitParams<'_>>::parse_as(
                 body
             ),
             Ok(crate::protocol::jsonrpc::Incoming::Request { .. })

@@ -76,7 +76,7 @@ pub(crate) fn inline(
     negotiated: Option<&'static Dialect>,
     id: &RequestId,
     method_name: &str,
-    params: Option<SplitParams>,
+    params: Option<SplitParams<'_>>,
 ) -> Result<Admitted, RpcError> {
     let fail = |e: RpcError| e.with_id(id.clone());
     let method = Method::parse(method_name);
@@ -137,7 +137,7 @@ pub(crate) fn inline(
         call: Call {
             dialect,
             method,
-            method_name: method_name.to_owned(),
+            method_name: Call::name_of(method, method_name),
             params,
             arguments,
             meta,
@@ -157,8 +157,8 @@ fn not_initialized() -> RpcError {
 /// Reads one message and its `params` in one pass. A message that only the raw reading
 /// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
 /// that the refusal carries the request id.
-pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, RpcError> {
-    if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
+pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, RpcError> {
+    if let Ok(incoming) = Incoming::<SplitParams<'_>>::parse_as(bytes) {
         return Ok(incoming);
     }
     match Incoming::parse(bytes)? {

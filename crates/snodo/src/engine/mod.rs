@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use exec::{Ended, Execution, Held, Options, Step};
+pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
 pub(crate) use inflight::InFlight;
 pub(crate) use listen::{ListenStep, Subscription};
@@ -120,7 +120,7 @@ pub(crate) fn client_answer(
 
 /// Reads a `notifications/cancelled`: the request id it names, if well-formed.
 /// Malformed cancellations (a bad id, a non-string reason) name nothing.
-pub(crate) fn cancelled_id(params: Option<SplitParams>) -> Option<RequestId> {
+pub(crate) fn cancelled_id(params: Option<SplitParams<'_>>) -> Option<RequestId> {
     crate::protocol::method_params::cancelled(params?.rest)
 }
 
@@ -129,7 +129,7 @@ pub(crate) fn cancelled_id(params: Option<SplitParams>) -> Option<RequestId> {
 pub(crate) fn cancel_by_notification(
     engine: &Engine,
     principal: Option<&Principal>,
-    params: Option<SplitParams>,
+    params: Option<SplitParams<'_>>,
 ) {
     if let (Some(principal), Some(id)) = (principal, cancelled_id(params)) {
         engine.inflight.cancel(principal, &id);

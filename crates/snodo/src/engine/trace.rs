@@ -165,7 +165,7 @@ pub(crate) fn request_span(
         otel.name = tracing::field::Empty,
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
-        mcp.method.name = call.method_name.as_str(),
+        mcp.method.name = &*call.method_name,
         mcp.protocol.version = call.dialect.version(),
         jsonrpc.request.id = %id,
         gen_ai.operation.name = tracing::field::Empty,
@@ -194,7 +194,7 @@ pub(crate) fn request_span(
     // Span name: `{mcp.method.name} {target}` (the URI is not a low-cardinality name).
     let name = match (call.method, target) {
         (Method::ToolsCall | Method::PromptsGet, Some(t)) => format!("{} {t}", call.method_name),
-        _ => call.method_name.clone(),
+        _ => call.method_name.clone().into_owned(),
     };
     span.record("otel.name", name);
     #[cfg(feature = "otlp")]

@@ -5,10 +5,13 @@
 //! engine's [`Execution`] does the work; this adds the framing and the statuses. A
 //! client that disconnects cancels the execution; a cancelled request sends no result.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future::Either;
 use http::{Response, StatusCode};
 
 use super::body::Body;
@@ -18,7 +21,7 @@ use super::sse::{Gone, SseStream};
 use super::status;
 use crate::engine::observe::Record;
 use crate::engine::trace::TraceContext;
-use crate::engine::{Ended, Execution, Failure, Held, Options, Step};
+use crate::engine::{Ended, Execution, Failure, Held, Options, Starting, Step};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::Call;
@@ -37,15 +40,22 @@ fn final_status(dialect: &Dialect, ended: &Ended) -> StatusCode {
     }
 }
 
+/// A boxed answer of the rare paths (refused, or waiting for a slot).
+type Rare<'a> = Pin<Box<dyn Future<Output = Response<Body>> + Send + 'a>>;
+
 /// Executes `call` and answers it.
-pub(crate) async fn execute(
-    shared: &Arc<Shared>,
+///
+/// The execution starts before the returned future is first polled: the call is moved
+/// into it here, not carried in the future's state (an `async fn` would keep a copy of
+/// each argument there).
+pub(crate) fn execute<'a>(
+    shared: &'a Arc<Shared>,
     id: RequestId,
     call: Call,
     principal: Option<Principal>,
-    record: &mut Option<Record>,
+    record: &'a mut Option<Record>,
     trace: Option<TraceContext>,
-) -> Response<Body> {
+) -> impl Future<Output = Response<Body>> + Send + 'a {
     let engine = &shared.engine;
     let options = Options {
         principal,
@@ -54,80 +64,118 @@ pub(crate) async fn execute(
         record,
         trace,
     };
-    let mut exec = match Execution::start(engine, id.clone(), call, options).await {
-        Ok(exec) => exec,
-        Err(failure) => return response::failure(&id, None, failure),
-    };
-    let dialect = exec.dialect();
-    let keep_alive = shared.config.keep_alive;
-    let probe = shared.config.disconnect_probe;
-
-    let first = tokio::select! {
-        biased;
-        step = exec.next() => match step {
-            Step::Ended(ended) => {
-                let pending = exec.drain();
-                // An authorizer's challenge is answered at the HTTP level on every dialect.
-                if let (Ended::Done(Err(e)), true) = (&ended, pending.is_empty()) {
-                    if let Some(r) = e.rejection() {
-                        let answer = response::auth_rejected_for(Some(&id), r);
-                        let _ = exec.finish(&ended, Some(answer.status().as_u16()));
-                        return answer;
-                    }
-                }
-                let status = if pending.is_empty() { final_status(dialect, &ended) } else { StatusCode::OK };
-                let Some(body) = exec.finish(&ended, Some(status.as_u16())) else {
-                    return response::cancelled();
-                };
-                if pending.is_empty() {
-                    return response::json(status, body);
-                }
-                // Notifications were queued when the handler finished: send them first.
-                let (sse, response) = SseStream::open(pending.len() + 1, keep_alive);
-                for m in pending.iter().chain(std::iter::once(&body)) {
-                    sse.push_frame(response::sse_frame(m));
-                }
-                return response;
-            }
-            Step::Message(first) => response::sse_frame(&first),
-        },
-        () = sleep_or_never(probe) => response::sse_keepalive(),
-    };
-
-    // From here on the response is an event stream fed by a task that owns the
-    // execution (its slot, its registration and its cancellation).
-    let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
-    sse.push_frame(first);
-    let open = engine.observe.stream("sse");
-    tokio::spawn(async move {
-        let _open = open;
-        loop {
-            let step = tokio::select! {
-                biased;
-                step = exec.next() => step,
-                Gone = sse.idle() => break,
+    match Execution::start(engine, id.clone(), call, options) {
+        Starting::Now(Some(Ok(exec))) => Either::Left(answer(shared, id, exec)),
+        // Refused, or waiting for a slot: rare, boxed.
+        Starting::Now(started) => {
+            let failure = match started {
+                Some(Err(failure)) => failure,
+                _ => Failure::Error(crate::protocol::RpcError::internal(
+                    "the execution was taken",
+                )),
             };
-            match step {
-                Step::Message(m) => {
-                    if sse.send(&m).await.is_err() {
-                        break;
-                    }
+            let refused: Rare<'a> =
+                Box::pin(std::future::ready(response::failure(&id, None, failure)));
+            Either::Right(refused)
+        }
+        Starting::Later(waiting) => {
+            let waiting: Rare<'a> = Box::pin(async move {
+                match waiting.await {
+                    Ok(exec) => answer(shared, id, exec).await,
+                    Err(failure) => response::failure(&id, None, failure),
                 }
+            });
+            Either::Right(waiting)
+        }
+    }
+}
+
+/// Answers a started execution: JSON, or an event stream from its first notification.
+///
+/// An `async` block rather than an `async fn`, for the reason [`execute`] gives.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+)]
+fn answer(
+    shared: &Arc<Shared>,
+    id: RequestId,
+    mut exec: Execution,
+) -> impl Future<Output = Response<Body>> + Send + '_ {
+    async move {
+        let id = &id;
+        let engine = &shared.engine;
+        let dialect = exec.dialect();
+        let keep_alive = shared.config.keep_alive;
+        let probe = shared.config.disconnect_probe;
+
+        let first = tokio::select! {
+            biased;
+            step = exec.next() => match step {
                 Step::Ended(ended) => {
-                    for m in exec.drain() {
-                        let _ = sse.send(&m).await;
+                    let pending = exec.drain();
+                    // An authorizer's challenge is answered at the HTTP level on every dialect.
+                    if let (Ended::Done(Err(e)), true) = (&ended, pending.is_empty()) {
+                        if let Some(r) = e.rejection() {
+                            let answer = response::auth_rejected_for(Some(id), r);
+                            let _ = exec.finish(&ended, Some(answer.status().as_u16()));
+                            return answer;
+                        }
                     }
-                    if let Some(body) = exec.finish(&ended, Some(200)) {
-                        let _ = sse.send(&body).await;
+                    let status = if pending.is_empty() { final_status(dialect, &ended) } else { StatusCode::OK };
+                    let Some(body) = exec.finish(&ended, Some(status.as_u16())) else {
+                        return response::cancelled();
+                    };
+                    if pending.is_empty() {
+                        return response::json(status, body);
                     }
-                    return;
+                    // Notifications were queued when the handler finished: send them first.
+                    let (sse, response) = SseStream::open(pending.len() + 1, keep_alive);
+                    for m in pending.iter().chain(std::iter::once(&body)) {
+                        sse.push_frame(response::sse_frame(m));
+                    }
+                    return response;
+                }
+                Step::Message(first) => response::sse_frame(&first),
+            },
+            () = sleep_or_never(probe) => response::sse_keepalive(),
+        };
+
+        // From here on the response is an event stream fed by a task that owns the
+        // execution (its slot, its registration and its cancellation).
+        let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
+        sse.push_frame(first);
+        let open = engine.observe.stream("sse");
+        tokio::spawn(async move {
+            let _open = open;
+            loop {
+                let step = tokio::select! {
+                    biased;
+                    step = exec.next() => step,
+                    Gone = sse.idle() => break,
+                };
+                match step {
+                    Step::Message(m) => {
+                        if sse.send(&m).await.is_err() {
+                            break;
+                        }
+                    }
+                    Step::Ended(ended) => {
+                        for m in exec.drain() {
+                            let _ = sse.send(&m).await;
+                        }
+                        if let Some(body) = exec.finish(&ended, Some(200)) {
+                            let _ = sse.send(&body).await;
+                        }
+                        return;
+                    }
                 }
             }
-        }
-        // The client went away: cancel, and let the handler wind down.
-        exec.abandon().await;
-    });
-    response
+            // The client went away: cancel, and let the handler wind down.
+            exec.abandon().await;
+        });
+        response
+    }
 }
 
 /// Executes `call` with nothing streamed, as a member of a JSON-RPC batch: its final

@@ -97,7 +97,7 @@ pub(crate) fn admit_request(
     headers: &HeaderMap,
     id: &RequestId,
     method_name: &str,
-    params: Option<SplitParams>,
+    params: Option<SplitParams<'_>>,
 ) -> Result<Call, Rejection> {
     let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
     let method = Method::parse(method_name);
@@ -182,7 +182,7 @@ pub(crate) fn admit_request(
     Ok(Call {
         dialect,
         method,
-        method_name: method_name.to_owned(),
+        method_name: Call::name_of(method, method_name),
         params,
         arguments,
         meta,

@@ -1,12 +1,13 @@
 //! [`McpService`]: the MCP endpoint as a tower `Service` over `http` requests.
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, Ready};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::future::Either;
 use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
 
@@ -26,7 +27,9 @@ use serde_json::value::RawValue;
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Method, RequestId, RpcError};
+use crate::router::Call;
 use crate::runtime::Runtime;
+use crate::runtime::context::Principal;
 
 /// What every request of one endpoint shares: the transport-neutral engine and the
 /// HTTP settings.
@@ -87,86 +90,170 @@ impl McpService {
     }
 
     /// Answers one HTTP request.
-    pub async fn handle<B>(&self, req: Request<B>) -> Response<Body>
+    //
+    // The futures of this file are `async` blocks rather than `async fn`s: an `async fn`
+    // moves its arguments into locals of its state, a second copy of the request (and
+    // hyper copies the whole future when it starts it).
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+    )]
+    pub fn handle<B>(&self, req: Request<B>) -> impl Future<Output = Response<Body>> + Send + '_
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let mut record = self.shared.engine.observe.begin(Transport::Http, 0);
-        let resp = match self.answer(req, &mut record).await {
-            Ok(r) | Err(r) => r,
-        };
-        if let Some(mut r) = record {
-            // Answered here (not by a stream that an execution still feeds).
-            r.http_status(resp.status().as_u16());
-            if let Some(n) = http_body::Body::size_hint(resp.body()).exact() {
-                r.add_bytes_out(usize::try_from(n).unwrap_or(usize::MAX));
+        async move {
+            let mut record = self.shared.engine.observe.begin(Transport::Http, 0);
+            let resp = match self.answer(req, &mut record).await {
+                Ok(r) | Err(r) => r,
+            };
+            if let Some(mut r) = record {
+                // Answered here (not by a stream that an execution still feeds).
+                r.http_status(resp.status().as_u16());
+                if let Some(n) = http_body::Body::size_hint(resp.body()).exact() {
+                    r.add_bytes_out(usize::try_from(n).unwrap_or(usize::MAX));
+                }
             }
+            resp
         }
-        resp
     }
 
-    async fn answer<B>(
-        &self,
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+    )]
+    fn answer<'a, B>(
+        &'a self,
         req: Request<B>,
-        record: &mut Option<Record>,
-    ) -> Result<Response<Body>, Response<Body>>
+        record: &'a mut Option<Record>,
+    ) -> impl Future<Output = Result<Response<Body>, Response<Body>>> + Send + 'a
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let cfg = &self.shared.config;
-        if req.method() != HttpMethod::POST {
-            return Err(response::method_not_allowed());
+        async move {
+            // The head and the body are locals of this block only: what runs the request
+            // below is all it keeps across its await (a local borrowed in an `async fn` keeps
+            // its place in the future's state until its scope ends).
+            let next = {
+                let (parts, bytes, principal) = self.read(req, record).await?;
+                if batch::is_batch(&bytes) {
+                    if let Some(r) = record.as_mut() {
+                        r.method_name("(batch)");
+                    }
+                    return Ok(
+                        batch::answer(&self.shared, &parts.headers, &bytes, principal).await,
+                    );
+                }
+                self.admit(&parts, &bytes, principal, record)?
+            };
+            // (`next` moves whole into a plain fn: a value destructured here would keep its
+            // place in this future's state.)
+            Ok(self.run(next, record).await)
         }
-        let (parts, body) = req.into_parts();
-        admission::check_origin(cfg, &parts.headers, &parts.uri)
-            .and_then(|()| admission::check_content_type(&parts.headers))
-            .and_then(|()| admission::check_accept(&parts.headers))
-            .map_err(admission::Refused::response)?;
-        let principal = match &cfg.authenticator {
-            None => None,
-            Some(auth) => auth
-                .authenticate(&parts)
-                .await
-                .map_err(|r| response::auth_rejected(&r))?,
-        };
-        let declared = parts
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok());
-        if declared
-            .and_then(|l| l.parse::<usize>().ok())
-            .is_some_and(|l| l > cfg.max_body_bytes)
-        {
-            return Err(response::payload_too_large());
+    }
+
+    /// The future that answers an admitted message.
+    fn run<'a>(
+        &'a self,
+        next: Next,
+        record: &'a mut Option<Record>,
+    ) -> Either<Ready<Response<Body>>, impl Future<Output = Response<Body>> + Send + 'a> {
+        match next {
+            Next::Answered(response) => Either::Left(std::future::ready(response)),
+            Next::Execute(id, call, principal, trace) => Either::Right(exec::execute(
+                &self.shared,
+                id,
+                call,
+                principal,
+                record,
+                trace,
+            )),
         }
-        let collected = tokio::time::timeout(
-            cfg.body_read_timeout,
-            Limited::new(body, cfg.max_body_bytes).collect(),
-        );
-        let Ok(collected) = collected.await else {
-            return Err(response::body_timeout());
-        };
-        let bytes: Bytes = match collected {
-            Ok(c) => c.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+    }
+
+    /// The checks of the HTTP request, the authentication, and the body.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of each argument in its future; the block does not"
+    )]
+    fn read<'a, B>(
+        &'a self,
+        req: Request<B>,
+        record: &'a mut Option<Record>,
+    ) -> impl Future<
+        Output = Result<(http::request::Parts, Bytes, Option<Principal>), Response<Body>>,
+    > + Send
+    + 'a
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        async move {
+            let cfg = &self.shared.config;
+            if req.method() != HttpMethod::POST {
+                return Err(response::method_not_allowed());
+            }
+            let (parts, body) = req.into_parts();
+            admission::check_origin(cfg, &parts.headers, &parts.uri)
+                .and_then(|()| admission::check_content_type(&parts.headers))
+                .and_then(|()| admission::check_accept(&parts.headers))
+                .map_err(admission::Refused::response)?;
+            let principal = match &cfg.authenticator {
+                None => None,
+                Some(auth) => auth
+                    .authenticate(&parts)
+                    .await
+                    .map_err(|r| response::auth_rejected(&r))?,
+            };
+            let declared = parts
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok());
+            if declared
+                .and_then(|l| l.parse::<usize>().ok())
+                .is_some_and(|l| l > cfg.max_body_bytes)
+            {
                 return Err(response::payload_too_large());
             }
-            Err(_) => return Err(response::bad_body()),
-        };
-        if let Some(r) = record.as_mut() {
-            r.set_bytes_in(bytes.len());
-        }
-        if batch::is_batch(&bytes) {
+            let collected = tokio::time::timeout(
+                cfg.body_read_timeout,
+                Limited::new(body, cfg.max_body_bytes).collect(),
+            );
+            let Ok(collected) = collected.await else {
+                return Err(response::body_timeout());
+            };
+            let bytes: Bytes = match collected {
+                Ok(c) => c.to_bytes(),
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                    return Err(response::payload_too_large());
+                }
+                Err(_) => return Err(response::bad_body()),
+            };
             if let Some(r) = record.as_mut() {
-                r.method_name("(batch)");
+                r.set_bytes_in(bytes.len());
             }
-            return Ok(batch::answer(&self.shared, &parts.headers, &bytes, principal).await);
+            Ok((parts, bytes, principal))
         }
-        let incoming = parse_body(&bytes).map_err(reject)?;
+    }
+
+    /// Admits one message: what to execute, or the answer when there is nothing to run.
+    #[allow(
+        clippy::result_large_err,
+        reason = "a refusal is the response itself, as in the rest of this file"
+    )]
+    fn admit(
+        &self,
+        parts: &http::request::Parts,
+        bytes: &[u8],
+        principal: Option<Principal>,
+        record: &mut Option<Record>,
+    ) -> Result<Next, Response<Body>> {
+        let incoming = parse_body(bytes).map_err(reject)?;
         let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
@@ -185,6 +272,7 @@ impl McpService {
                         r.admitted(&id, &call, principal.as_ref());
                     }
                     return listen::serve(&self.shared, id.clone(), &call, principal.as_ref())
+                        .map(Next::Answered)
                         .map_err(|f| {
                             if let Some(r) = record.as_mut() {
                                 r.failure(&f);
@@ -193,7 +281,7 @@ impl McpService {
                         });
                 }
                 let trace = trace_parent(&parts.headers);
-                Ok(exec::execute(&self.shared, id, call, principal, record, trace).await)
+                Ok(Next::Execute(id, call, principal, trace))
             }
             Incoming::Notification { method, params } => {
                 if let Some(r) = record.as_mut() {
@@ -203,15 +291,27 @@ impl McpService {
                 if Method::parse(&method) == Method::Cancelled {
                     engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
                 }
-                Ok(response::accepted())
+                Ok(Next::Answered(response::accepted()))
             }
             Incoming::Response { id, result, error } => {
                 select::admit_response(runtime, &parts.headers).map_err(reject)?;
                 deliver(runtime, id, result, error);
-                Ok(response::accepted())
+                Ok(Next::Answered(response::accepted()))
             }
         }
     }
+}
+
+/// What an admitted message leads to.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "moved once, into the execution; boxing it costs an allocation per request"
+)]
+enum Next {
+    /// Nothing to execute: the answer.
+    Answered(Response<Body>),
+    /// A request to execute, with its caller and the transport's trace parent.
+    Execute(RequestId, Call, Option<Principal>, Option<TraceContext>),
 }
 
 /// The W3C `traceparent`/`tracestate` headers, if well-formed (one `traceparent`).
@@ -260,8 +360,8 @@ pub(super) fn deliver(
 /// Reads the message and its `params` in one pass. A body that only the raw scan
 /// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
 /// that the refusal carries the request id as it did before the fast path.
-pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams>, Rejection> {
-    if let Ok(incoming) = Incoming::<SplitParams>::parse_as(bytes) {
+pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, Rejection> {
+    if let Ok(incoming) = Incoming::<SplitParams<'_>>::parse_as(bytes) {
         return Ok(incoming);
     }
     // The raw reading's error is the refusal: exactly what it was without the fast path.

@@ -64,14 +64,14 @@ impl<'de> Deserialize<'de> for RequestId {
 /// Present-but-`null` members are kept (`Some("null")`) so that `"id": null` is not
 /// mistaken for a notification.
 #[derive(serde::Deserialize)]
-#[serde(bound(deserialize = "P: Deserialize<'de>"))]
-struct RawEnvelope<'a, P> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    jsonrpc: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    method: Option<&'a RawValue>,
+#[serde(bound(deserialize = "P: Deserialize<'de>, M: Deserialize<'de>"))]
+struct RawEnvelope<'a, P, M> {
+    #[serde(default, deserialize_with = "present_as")]
+    jsonrpc: Option<M>,
+    #[serde(default, deserialize_with = "present_as")]
+    id: Option<M>,
+    #[serde(default, deserialize_with = "present_as")]
+    method: Option<M>,
     #[serde(default, deserialize_with = "present_as")]
     params: Option<P>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -84,6 +84,110 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&RawValue>::deserialize(d).map(Some)
 }
 
+/// How `jsonrpc`, `id` and `method` are read: kept raw and read again (the reference
+/// reading, whose refusals are the wire's), or read in the scan itself.
+pub trait EnvelopeMember<'a>: Deserialize<'a> + Sized {
+    /// Whether this is the `jsonrpc` tag `"2.0"`, spelled exactly so.
+    fn is_version_2(&self) -> bool;
+    /// The method name, if this is a string.
+    fn into_method(self) -> Option<Cow<'a, str>>;
+    /// The request id.
+    fn into_id(self) -> Result<RequestId, RpcError>;
+}
+
+impl<'a> EnvelopeMember<'a> for &'a RawValue {
+    fn is_version_2(&self) -> bool {
+        self.get() == "\"2.0\""
+    }
+    fn into_method(self) -> Option<Cow<'a, str>> {
+        serde_json::from_str(self.get()).ok()
+    }
+    fn into_id(self) -> Result<RequestId, RpcError> {
+        parse_id(self)
+    }
+}
+
+impl<'a> EnvelopeMember<'a> for Member<'a> {
+    fn is_version_2(&self) -> bool {
+        // An escaped spelling is decoded into an owned string: only the literal text counts.
+        matches!(self, Member::Str(Cow::Borrowed("2.0")))
+    }
+    fn into_method(self) -> Option<Cow<'a, str>> {
+        match self {
+            Member::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn into_id(self) -> Result<RequestId, RpcError> {
+        member_id(self)
+    }
+}
+
+/// An envelope member read in the scan itself (no raw capture read again): a string
+/// (borrowed when it has no escapes), an integer, or what else it was. Strings are
+/// checked more strictly than the raw reading checks them (a lone surrogate escape fails
+/// the scan): a message this reading refuses is read again raw.
+#[doc(hidden)]
+pub enum Member<'a> {
+    Str(Cow<'a, str>),
+    Int(i64),
+    /// A number that is not a 64-bit integer.
+    OtherNumber,
+    /// `null`, a boolean, an array or an object.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MemberVisitor)
+    }
+}
+
+struct MemberVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MemberVisitor {
+    type Value = Member<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Member<'de>, E> {
+        Ok(Member::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member<'de>, E> {
+        Ok(Member::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Member<'de>, E> {
+        Ok(Member::Str(Cow::Owned(v)))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Member<'de>, E> {
+        Ok(Member::Int(v))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Member<'de>, E> {
+        Ok(i64::try_from(v).map_or(Member::OtherNumber, Member::Int))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Member<'de>, E> {
+        Ok(Member::OtherNumber)
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Member<'de>, E> {
+        Ok(Member::Other)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Member<'de>, E> {
+        Ok(Member::Other)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Member<'de>, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Member::Other)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Member<'de>, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Member::Other)
+    }
+}
+
 fn present_as<'de, D: Deserializer<'de>, P: Deserialize<'de>>(d: D) -> Result<Option<P>, D::Error> {
     P::deserialize(d).map(Some)
 }
@@ -91,11 +195,14 @@ fn present_as<'de, D: Deserializer<'de>, P: Deserialize<'de>>(d: D) -> Result<Op
 /// How the `params` member of a message is read: kept raw, or parsed during the
 /// envelope scan (one pass over the body instead of two).
 pub trait Params<'a>: Deserialize<'a> {
+    /// How the other envelope members are read alongside.
+    type Member: EnvelopeMember<'a>;
     /// Whether `params` is a JSON object (anything else is `-32602`).
     fn is_object(&self) -> bool;
 }
 
 impl<'a> Params<'a> for &'a RawValue {
+    type Member = &'a RawValue;
     fn is_object(&self) -> bool {
         self.get().starts_with('{')
     }
@@ -164,7 +271,7 @@ impl<'a, P: Params<'a>> Incoming<'a, P> {
         // One UTF-8 check of the whole body, instead of one per string while parsing.
         let text = std::str::from_utf8(body)
             .map_err(|_| RpcError::new(ErrorCode::PARSE_ERROR, "Parse error"))?;
-        let env: RawEnvelope<'a, P> = serde_json::from_str(text).map_err(|e| match e.classify() {
+        let env: RawEnvelope<'a, P, P::Member> = serde_json::from_str(text).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",
@@ -174,13 +281,17 @@ impl<'a, P: Params<'a>> Incoming<'a, P> {
         // Read the id first so that later envelope errors can echo it.
         let id = match env.id {
             None => None,
-            Some(raw) => Some(parse_id(raw)?),
+            Some(raw) => Some(raw.into_id()?),
         };
         let with_id = |e: RpcError| match &id {
             Some(id) => e.with_id(id.clone()),
             None => e,
         };
-        if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        if !env
+            .jsonrpc
+            .as_ref()
+            .is_some_and(EnvelopeMember::is_version_2)
+        {
             return Err(with_id(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Invalid Request: jsonrpc must be \"2.0\"",
@@ -199,12 +310,12 @@ impl<'a, P: Params<'a>> Incoming<'a, P> {
                 "Invalid Request: missing method",
             )));
         };
-        let method: Cow<'a, str> = serde_json::from_str(method.get()).map_err(|_| {
-            with_id(RpcError::new(
+        let Some(method) = method.into_method() else {
+            return Err(with_id(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Invalid Request: method must be a string",
-            ))
-        })?;
+            )));
+        };
         if let Some(p) = &env.params {
             if !p.is_object() {
                 return Err(with_id(RpcError::new(
@@ -244,6 +355,26 @@ fn parse_id(raw: &RawValue) -> Result<RequestId, RpcError> {
             .map(RequestId::Number)
             .map_err(|_| invalid("Invalid Request: id must be a string or a 64-bit integer")),
         _ => Err(invalid(
+            "Invalid Request: id must be a string or an integer",
+        )),
+    }
+}
+
+/// [`parse_id`] of a member read in the scan: the same ids, the same refusals.
+fn member_id(raw: Member<'_>) -> Result<RequestId, RpcError> {
+    let invalid = |msg: &'static str| RpcError::new(ErrorCode::INVALID_REQUEST, msg);
+    match raw {
+        Member::Str(s) => {
+            if s.len() > MAX_STRING_ID_LEN {
+                return Err(invalid("Invalid Request: string id longer than 256 bytes"));
+            }
+            Ok(RequestId::String(Arc::from(s.as_ref())))
+        }
+        Member::Int(n) => Ok(RequestId::Number(n)),
+        Member::OtherNumber => Err(invalid(
+            "Invalid Request: id must be a string or a 64-bit integer",
+        )),
+        Member::Other => Err(invalid(
             "Invalid Request: id must be a string or an integer",
         )),
     }

@@ -172,19 +172,11 @@ impl RequestMeta {
 
 impl RequestMeta {
     fn set_client_info(&mut self, raw: Option<Box<RawValue>>) -> Result<(), RpcError> {
-        /// What a client info must have; other members are allowed and kept.
-        #[derive(Deserialize)]
-        struct Required<'a> {
-            #[serde(borrow, rename = "name")]
-            _name: Cow<'a, str>,
-            #[serde(borrow, rename = "version")]
-            _version: Cow<'a, str>,
-        }
         match raw {
-            // (serde would also take the positional `["name", "version"]` form.)
             Some(raw)
-                if raw.get().starts_with('{')
-                    && serde_json::from_str::<Required<'_>>(raw.get()).is_ok() =>
+                if super::object_scan::has_string_name_and_version(raw.get()).unwrap_or_else(
+                    || serde_json::from_str::<ClientInfoCheck>(raw.get()).is_ok(),
+                ) =>
             {
                 self.client_info = Some(raw);
                 Ok(())
@@ -193,6 +185,69 @@ impl RequestMeta {
                 "{CLIENT_INFO_KEY} must be an object with string name and version"
             ))),
         }
+    }
+}
+
+/// The check of a client info: an object with string `name` and `version`, each once;
+/// other members are allowed (and kept, in the raw text). No string is copied.
+struct ClientInfoCheck;
+
+impl<'de> Deserialize<'de> for ClientInfoCheck {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A map only: the positional `["name", "version"]` form is refused.
+        d.deserialize_map(ClientInfoCheck)
+    }
+}
+
+impl<'de> Visitor<'de> for ClientInfoCheck {
+    type Value = Self;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object with string name and version")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let (mut name, mut version) = (false, false);
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let seen = match &*key.0 {
+                "name" => &mut name,
+                "version" => &mut version,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if std::mem::replace(seen, true) {
+                return Err(de::Error::duplicate_field("name or version"));
+            }
+            map.next_value::<AnyString>()?;
+        }
+        if name && version {
+            Ok(self)
+        } else {
+            Err(de::Error::missing_field("name or version"))
+        }
+    }
+}
+
+/// Any JSON string, not kept.
+struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(AnyString)
+    }
+}
+
+impl<'de> Visitor<'de> for AnyString {
+    type Value = Self;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
     }
 }
 
@@ -306,6 +361,25 @@ impl<'de> Deserialize<'de> for Key<'de> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_client_info_scan_agrees_with_the_serde_check() {
+        for raw in [
+            r#"{"name":"a","version":"1"}"#,
+            r#"{"name":"a","version":"1","extra":{"name":[1,{"version":"x"}]}}"#,
+            r#"{"name":"a"}"#,
+            r#"{"name":"a","version":true}"#,
+            r#"{"name":"a","name":"a","version":"1"}"#,
+            r#"{"version":"1","name":"a\\","t":"}{]["}"#,
+            "{}",
+            "[\"a\",\"b\"]",
+            "1",
+        ] {
+            let scan = super::super::object_scan::has_string_name_and_version(raw);
+            let serde = serde_json::from_str::<ClientInfoCheck>(raw).is_ok();
+            assert_eq!(scan, Some(serde), "{raw}");
+        }
+    }
 
     #[test]
     fn parses_and_validates() {

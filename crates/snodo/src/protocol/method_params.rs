@@ -1,9 +1,10 @@
 //! The typed `params` of each method family, read once where a request is admitted.
 //!
 //! The envelope scan ([`SplitParams`](super::params::SplitParams)) keeps `_meta` typed,
-//! `arguments` as JSON and every other member in a map; once the method is known,
-//! [`MethodParams::read`] moves those members into the method's own `Deserialize` struct
-//! (strings are moved, not copied) and checks them. Every `-32602` "invalid params"
+//! `arguments` as JSON and every other member in a short list
+//! ([`Members`](super::params::Members)); once the method is known,
+//! [`MethodParams::read`] takes the method's own members out of it (values are moved,
+//! not copied) and checks them. Every `-32602` "invalid params"
 //! message of a request's own members is written here.
 //!
 //! A request whose members are invalid is still admitted: its error is reported when the
@@ -15,6 +16,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use super::params::Members;
 use super::{LogLevel, Method, RequestId, RpcError};
 
 /// Most resource URIs (or task ids) one `subscriptions/listen` may watch.
@@ -123,20 +125,25 @@ impl Rounds {
     }
 }
 
-/// The members of an interactive request as they arrive.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The members of an interactive request as they arrive (present-but-`null` is `Some`).
 struct RawInteractive {
-    #[serde(default, deserialize_with = "present")]
     name: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     uri: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     task: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     input_responses: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     request_state: Option<Value>,
+}
+
+impl RawInteractive {
+    fn take(rest: &mut Members<'_>) -> Self {
+        Self {
+            name: rest.take("name"),
+            uri: rest.take("uri"),
+            task: rest.take("task"),
+            input_responses: rest.take("inputResponses"),
+            request_state: rest.take("requestState"),
+        }
+    }
 }
 
 /// `tools/call`, `prompts/get` (`target` is `name`) and `resources/read` (`target` is `uri`).
@@ -149,27 +156,11 @@ pub(crate) struct InteractiveParams {
     pub(crate) rounds: Rounds,
 }
 
-/// `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`, `skills/list`.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct ListParams {
-    /// The page to read; `None` for the first page.
-    #[serde(default, deserialize_with = "present")]
-    cursor: Option<Value>,
-}
-
 /// A list's checked params.
 #[derive(Debug, Default)]
 pub(crate) struct Page {
     /// `cursor`, when present.
     pub(crate) cursor: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RawUri {
-    #[serde(default, deserialize_with = "present")]
-    uri: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    cursor: Option<Value>,
 }
 
 /// `skills/get`, `resources/directory/read` (paginated).
@@ -182,14 +173,10 @@ pub(crate) struct UriParams {
     pub(crate) cursor: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The members of an `initialize` (`clientInfo`: absent or `null` is `None`).
 struct RawInitialize {
-    #[serde(default, deserialize_with = "present")]
     protocol_version: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     capabilities: Option<Value>,
-    #[serde(default)]
     client_info: Option<Value>,
 }
 
@@ -226,13 +213,10 @@ impl InitializeParams {
     }
 }
 
-#[derive(Deserialize)]
+/// The members of a `completion/complete` (absent or `null` is `None`).
 struct RawComplete {
-    #[serde(default, rename = "ref")]
     reference: Option<Value>,
-    #[serde(default)]
     argument: Option<Value>,
-    #[serde(default)]
     context: Option<Value>,
 }
 
@@ -258,23 +242,11 @@ pub(crate) struct CompleteParams {
     pub(crate) context: HashMap<String, String>,
 }
 
-#[derive(Deserialize)]
-struct RawSetLevel {
-    #[serde(default)]
-    level: Option<Value>,
-}
-
 /// `logging/setLevel`.
 #[derive(Debug)]
 pub(crate) struct SetLevelParams {
     /// `level`.
     pub(crate) level: LogLevel,
-}
-
-#[derive(Deserialize)]
-struct RawListen {
-    #[serde(default, deserialize_with = "present")]
-    notifications: Option<Value>,
 }
 
 /// `subscriptions/listen`: what the client asks to be told.
@@ -292,12 +264,9 @@ pub(crate) struct ListenParams {
     pub(crate) task_ids: Option<Vec<String>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The members of a task operation (present-but-`null` is `Some`).
 struct RawTask {
-    #[serde(default, deserialize_with = "present")]
     task_id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     input_responses: Option<Value>,
 }
 
@@ -310,24 +279,13 @@ pub(crate) struct TaskParams {
     pub(crate) input_responses: Map<String, Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawCancelled {
-    #[serde(default, deserialize_with = "present")]
-    request_id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    reason: Option<Value>,
-}
-
 /// The request a `notifications/cancelled` names, if it is well-formed (a bad id or a
 /// non-string reason names nothing).
-pub(crate) fn cancelled(rest: Map<String, Value>) -> Option<RequestId> {
-    let raw: RawCancelled = from_members(rest).ok()?;
-    let reason_ok = raw
-        .reason
-        .as_ref()
+pub(crate) fn cancelled(mut rest: Members<'_>) -> Option<RequestId> {
+    let reason_ok = rest
+        .take("reason")
         .is_none_or(|r| r.is_string() || r.is_null());
-    let id = RequestId::deserialize(raw.request_id?).ok()?;
+    let id = RequestId::deserialize(rest.take("requestId")?).ok()?;
     reason_ok.then_some(id)
 }
 
@@ -363,63 +321,60 @@ pub(crate) enum MethodParams {
     },
 }
 
-/// Reads a struct from the members of `params` (a walk of the map, no text parsed).
-fn from_members<T: serde::de::DeserializeOwned>(rest: Map<String, Value>) -> Result<T, RpcError> {
-    T::deserialize(Value::Object(rest)).map_err(|e| invalid(format!("Invalid params: {e}")))
-}
-
 impl MethodParams {
     /// Reads and checks the members of `params` (other than `_meta` and `arguments`)
-    /// for `method`.
-    pub(crate) fn read(method: Method, rest: Map<String, Value>) -> Self {
+    /// for `method`. Members the method does not define are ignored.
+    pub(crate) fn read(method: Method, mut rest: Members<'_>) -> Self {
         use Method as M;
         let read = match method {
-            M::Initialize => from_members(rest)
-                .map(|raw| Self::Initialize(initialize(raw)))
-                .map_err(Refused::from),
+            M::Initialize => Ok(Self::Initialize(initialize(RawInitialize {
+                protocol_version: rest.take("protocolVersion"),
+                capabilities: rest.take("capabilities"),
+                client_info: rest.take_non_null("clientInfo"),
+            }))),
             M::ToolsList
             | M::PromptsList
             | M::ResourcesList
             | M::ResourceTemplatesList
-            | M::SkillsList => from_members::<ListParams>(rest)
-                .and_then(|raw| {
-                    Ok(Self::List(Page {
-                        cursor: opt_text("cursor", raw.cursor)?,
-                    }))
-                })
+            | M::SkillsList => opt_text("cursor", rest.take("cursor"))
+                .map(|cursor| Self::List(Page { cursor }))
                 .map_err(Refused::from),
-            M::ToolsCall | M::PromptsGet | M::ResourcesRead => from_members::<RawInteractive>(rest)
-                .map_err(Refused::from)
-                .and_then(|raw| interactive(method, raw).map(Self::Interactive)),
-            M::SkillsGet | M::ResourcesDirectoryRead => from_members::<RawUri>(rest)
-                .and_then(|raw| {
+            M::ToolsCall | M::PromptsGet | M::ResourcesRead => {
+                interactive(method, RawInteractive::take(&mut rest)).map(Self::Interactive)
+            }
+            M::SkillsGet | M::ResourcesDirectoryRead => text("uri", rest.take("uri"))
+                .and_then(|uri| {
                     Ok(Self::Uri(UriParams {
-                        uri: text("uri", raw.uri)?,
-                        cursor: opt_text("cursor", raw.cursor)?,
+                        uri,
+                        cursor: opt_text("cursor", rest.take("cursor"))?,
                     }))
                 })
                 .map_err(Refused::from),
-            M::CompletionComplete => from_members(rest)
-                .and_then(complete)
-                .map(Self::Complete)
-                .map_err(Refused::from),
-            M::LoggingSetLevel => from_members::<RawSetLevel>(rest)
-                .and_then(|raw| {
-                    raw.level
-                        .as_ref()
-                        .and_then(Value::as_str)
-                        .and_then(LogLevel::parse)
-                        .map(|level| Self::SetLevel(SetLevelParams { level }))
-                        .ok_or_else(|| invalid("level must be a known log level"))
-                })
-                .map_err(Refused::from),
-            M::SubscriptionsListen => from_members(rest)
-                .and_then(listen)
+            M::CompletionComplete => complete(RawComplete {
+                reference: rest.take_non_null("ref"),
+                argument: rest.take_non_null("argument"),
+                context: rest.take_non_null("context"),
+            })
+            .map(Self::Complete)
+            .map_err(Refused::from),
+            M::LoggingSetLevel => rest
+                .take_non_null("level")
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(LogLevel::parse)
+                .map(|level| Self::SetLevel(SetLevelParams { level }))
+                .ok_or_else(|| Refused::from(invalid("level must be a known log level"))),
+            M::SubscriptionsListen => listen(rest.take("notifications"))
                 .map(Self::Listen)
                 .map_err(Refused::from),
-            M::TasksGet | M::TasksUpdate | M::TasksCancel => from_members::<RawTask>(rest)
-                .map_err(Refused::from)
-                .and_then(|raw| task(method, raw).map(Self::Task)),
+            M::TasksGet | M::TasksUpdate | M::TasksCancel => task(
+                method,
+                RawTask {
+                    task_id: rest.take("taskId"),
+                    input_responses: rest.take("inputResponses"),
+                },
+            )
+            .map(Self::Task),
             M::Ping
             | M::Discover
             | M::ResourcesSubscribe
@@ -590,8 +545,8 @@ fn complete(raw: RawComplete) -> Result<CompleteParams, RpcError> {
     })
 }
 
-fn listen(raw: RawListen) -> Result<ListenParams, RpcError> {
-    let Some(Value::Object(mut requested)) = raw.notifications else {
+fn listen(notifications: Option<Value>) -> Result<ListenParams, RpcError> {
+    let Some(Value::Object(mut requested)) = notifications else {
         return Err(invalid("notifications must be an object"));
     };
     let flag = |key: &str| match requested.get(key) {
@@ -677,7 +632,7 @@ mod tests {
         let Value::Object(rest) = params else {
             panic!("params must be an object")
         };
-        MethodParams::read(Method::parse(method), rest)
+        MethodParams::read(Method::parse(method), rest.into())
     }
 
     fn refusal(p: &MethodParams) -> String {
@@ -773,8 +728,8 @@ mod tests {
     #[test]
     fn reads_cancellations() {
         let members = |v: Value| match v {
-            Value::Object(m) => m,
-            _ => Map::new(),
+            Value::Object(m) => Members::from(m),
+            _ => Members::default(),
         };
         assert_eq!(
             cancelled(members(json!({"requestId": 3, "reason": "x"}))),

@@ -1,9 +1,11 @@
 //! `params` of a request, read in the same pass as the envelope: `_meta` parsed into its
 //! typed form (no intermediate `Map`), every other member kept as JSON for the router.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::jsonrpc::Params;
 use super::meta::{Key, MetaParse};
@@ -38,26 +40,66 @@ macro_rules! not_an_object {
 }
 pub(crate) use not_an_object;
 
+/// The members of `params` other than `_meta` and `arguments`, in arrival order, keys
+/// borrowed from the request text when they have no escapes. A handful at most: a
+/// vector searched from the end (a repeated key: the last one counts, as in a JSON map).
+#[derive(Debug, Default)]
+pub(crate) struct Members<'a>(Vec<(Cow<'a, str>, Value)>);
+
+impl<'a> Members<'a> {
+    /// Adds a member.
+    pub(crate) fn push(&mut self, key: Cow<'a, str>, value: Value) {
+        self.0.push((key, value));
+    }
+
+    /// Takes the value of `key` (its last occurrence), if present (`null` included).
+    pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
+        self.0
+            .iter_mut()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| std::mem::take(v))
+    }
+
+    /// Takes the value of `key` unless it is absent or `null`.
+    pub(crate) fn take_non_null(&mut self, key: &str) -> Option<Value> {
+        self.take(key).filter(|v| !v.is_null())
+    }
+
+    /// How many members there are.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl From<serde_json::Map<String, Value>> for Members<'static> {
+    fn from(map: serde_json::Map<String, Value>) -> Self {
+        Self(map.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
+    }
+}
+
 /// A request's `params`, split while parsing.
 #[derive(Debug, Default)]
-pub(crate) struct SplitParams {
+pub(crate) struct SplitParams<'a> {
     /// `params._meta`, when present.
     pub(crate) meta: Option<MetaParse>,
     /// `params.arguments` (tools/call, prompts/get), when present.
     pub(crate) arguments: Option<Value>,
     /// Every other member.
-    pub(crate) rest: Map<String, Value>,
+    pub(crate) rest: Members<'a>,
     /// `params` was not an object (refused with `-32602` once the id is known).
     pub(crate) not_object: bool,
 }
 
-impl Params<'_> for SplitParams {
+impl<'a> Params<'a> for SplitParams<'a> {
+    type Member = super::jsonrpc::Member<'a>;
     fn is_object(&self) -> bool {
         !self.not_object
     }
 }
 
-impl<'de> Deserialize<'de> for SplitParams {
+impl<'de> Deserialize<'de> for SplitParams<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(SplitVisitor)
     }
@@ -66,13 +108,13 @@ impl<'de> Deserialize<'de> for SplitParams {
 struct SplitVisitor;
 
 impl<'de> Visitor<'de> for SplitVisitor {
-    type Value = SplitParams;
+    type Value = SplitParams<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a params object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SplitParams, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SplitParams<'de>, A::Error> {
         let mut out = SplitParams::default();
         while let Some(Key(key)) = map.next_key()? {
             if key == "_meta" {
@@ -80,14 +122,14 @@ impl<'de> Visitor<'de> for SplitVisitor {
             } else if key == "arguments" {
                 out.arguments = Some(map.next_value()?);
             } else {
-                out.rest.insert(key.into_owned(), map.next_value()?);
+                out.rest.push(key, map.next_value()?);
             }
         }
         Ok(out)
     }
 
     not_an_object!(
-        SplitParams,
+        SplitParams<'de>,
         SplitParams {
             not_object: true,
             ..SplitParams::default()
@@ -101,7 +143,7 @@ mod tests {
 
     #[test]
     fn splits_meta_from_the_rest() {
-        let p: SplitParams = serde_json::from_str(
+        let p: SplitParams<'_> = serde_json::from_str(
             r#"{"name":"echo","_meta":{"progressToken":3,"x":1},"arguments":{"a":[1]}}"#,
         )
         .unwrap_or_default();
@@ -113,11 +155,12 @@ mod tests {
         assert!(meta.present);
         assert_eq!(meta.other.get("x"), Some(&Value::from(1)));
         for not_object in ["[1,{}]", "null", "true", "1", "-1", "1.5", "\"s\""] {
-            let p: SplitParams = serde_json::from_str(not_object).unwrap_or_default();
+            let p: SplitParams<'_> = serde_json::from_str(not_object).unwrap_or_default();
             assert!(!p.is_object(), "{not_object}");
         }
         // Keys with escapes are decoded.
-        let p: SplitParams = serde_json::from_str(r#"{"\u006eame":1}"#).unwrap_or_default();
-        assert!(p.rest.contains_key("name"));
+        let p: SplitParams<'_> = serde_json::from_str(r#"{"\u006eame":1}"#).unwrap_or_default();
+        let mut rest = p.rest;
+        assert_eq!(rest.take("name"), Some(Value::from(1)));
     }
 }

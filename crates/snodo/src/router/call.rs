@@ -18,13 +18,14 @@ impl Router<'_> {
         call: &mut Call,
         ctx: RequestContext,
     ) -> Result<ResultObject, Stop> {
-        let name = call.params.interactive()?.target.clone();
         let arguments = tool_arguments(call.arguments.take())?;
+        let call: &Call = call;
+        let name = call.params.interactive()?.target.as_str();
         let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
         let catalogue = &call.catalogue;
-        let tool = catalogue.tool(&name).ok_or_else(unknown)?;
+        let tool = catalogue.tool(name).ok_or_else(unknown)?;
         self.runtime
-            .check_use(ctx.principal(), &[Component::Tool(&name)], unknown)?;
+            .check_use(ctx.principal(), &[Component::Tool(name)], unknown)?;
         let as_task = match tool.task {
             None => false,
             Some(support) => {
@@ -64,12 +65,14 @@ impl Router<'_> {
             return Ok(shape(call.dialect, ToolResult::error(message))?);
         }
         let admitted = match tool.enforcer.as_deref().map(|e| e.admit(ctx.principal())) {
-            Some(Err(limited)) => return Ok(shape(call.dialect, limited.tool_result(&name))?),
+            Some(Err(limited)) => return Ok(shape(call.dialect, limited.tool_result(name))?),
             Some(Ok(admitted)) => Some(admitted),
             None => None,
         };
         if as_task {
-            return self.start_task(call, tool, arguments, ctx, admitted).await;
+            // Boxed: the task path is rare and its future large; inline, every tools/call
+            // would carry (and copy) its state.
+            return Box::pin(self.start_task(call, tool, arguments, ctx, admitted)).await;
         }
         let run = (tool.handler)(arguments, ctx);
         let deadline = tool.enforcer.as_deref().and_then(Enforcer::timeout);
@@ -79,7 +82,7 @@ impl Router<'_> {
                 Ok(outcome) => outcome,
                 Err(_) => {
                     let limited = Limited::Timeout { after };
-                    return Ok(shape(call.dialect, limited.tool_result(&name))?);
+                    return Ok(shape(call.dialect, limited.tool_result(name))?);
                 }
             },
         };

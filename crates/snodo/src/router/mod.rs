@@ -14,6 +14,7 @@ mod tasks;
 
 pub(crate) use result::{Envelopes, Member, ResultObject};
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use crate::protocol::method_params::MethodParams;
 use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::catalogue::Catalogue;
-use crate::runtime::context::{ContextInit, RequestContext};
+use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 use crate::runtime::input::InputRequired;
 
@@ -33,7 +34,8 @@ use crate::runtime::input::InputRequired;
 pub(crate) struct Call {
     pub(crate) dialect: &'static Dialect,
     pub(crate) method: Method,
-    pub(crate) method_name: String,
+    /// The method's name as the request spelled it (borrowed for a known method).
+    pub(crate) method_name: Cow<'static, str>,
     /// The method's own members of `params`, read and checked at admission.
     pub(crate) params: MethodParams,
     /// `params.arguments`, kept apart from the other members (handed to the handler as JSON).
@@ -107,6 +109,15 @@ impl<'r> Router<'r> {
 }
 
 impl Call {
+    /// What [`method_name`](Self::method_name) holds for `name`, parsed as `method`:
+    /// the static name of a known method, a copy of any other.
+    pub(crate) fn name_of(method: Method, name: &str) -> Cow<'static, str> {
+        match method {
+            Method::Unknown => Cow::Owned(name.to_owned()),
+            known => Cow::Borrowed(known.as_str()),
+        }
+    }
+
     /// The member `Mcp-Name` mirrors (`params.name`, `params.uri` or `params.taskId`),
     /// when it is a string.
     pub(crate) fn target(&self) -> Option<&str> {
@@ -117,11 +128,14 @@ impl Call {
 impl Router<'_> {
     /// Executes an admitted request. Panics in handlers become `-32603` for this
     /// request only.
-    pub(crate) async fn dispatch(&self, call: Call, init: ContextInit) -> Answer {
+    ///
+    /// The call and the context are passed down by reference and by handle: every
+    /// level of this chain is a future nested in the one above it, and what each level
+    /// owns is moved (copied) into it when it starts.
+    pub(crate) async fn dispatch(self, call: &mut Call, ctx: RequestContext) -> Answer {
         let method = call.method;
         let dialect = call.dialect;
-        let catalogue = Arc::clone(&call.catalogue);
-        let run = AssertUnwindSafe(self.route(call, init)).catch_unwind();
+        let run = AssertUnwindSafe(self.route(call, ctx)).catch_unwind();
         let result = run.await.unwrap_or_else(|panic| {
             let what = panic
                 .downcast_ref::<&str>()
@@ -131,10 +145,10 @@ impl Router<'_> {
             tracing::error!(method = ?method, panic = %what, "handler panicked");
             Err(RpcError::internal("Internal error: the handler failed"))
         })?;
-        Ok(self.finish(&catalogue, dialect, method, result))
+        Ok(self.finish(&call.catalogue, dialect, method, result))
     }
 
-    async fn route(&self, call: Call, init: ContextInit) -> Answer {
+    async fn route(&self, call: &mut Call, ctx: RequestContext) -> Answer {
         use Method as M;
         if !call.dialect.serves(call.method) {
             return Err(RpcError::method_not_found(&call.method_name));
@@ -153,24 +167,23 @@ impl Router<'_> {
             return Err(RpcError::method_not_found(&call.method_name));
         }
         if matches!(call.method, M::ToolsCall | M::PromptsGet | M::ResourcesRead) {
-            return self.interactive(call, init).await;
+            return self.interactive(call, ctx).await;
         }
-        let ctx = RequestContext::new(init);
         if matches!(call.method, M::TasksGet | M::TasksUpdate | M::TasksCancel) {
-            return self.task_op(&call, &ctx).await;
+            return self.task_op(call, &ctx).await;
         }
         match call.method {
-            M::Initialize => self.initialize(&call).map(Into::into),
+            M::Initialize => self.initialize(call).map(Into::into),
             M::Ping => Ok(ResultObject::default()),
             M::LoggingSetLevel => ops::set_level(&call.params).map(Into::into),
-            M::Discover => Ok(self.discover(&call).into()),
+            M::Discover => Ok(self.discover(call).into()),
             M::SkillsList | M::SkillsGet | M::ResourcesDirectoryRead => {
-                self.skills_method(&call, &ctx)
+                self.skills_method(call, &ctx)
             }
-            M::ToolsList => self.list_tools(&call, &ctx),
-            M::PromptsList => self.list_prompts(&call, &ctx),
-            M::ResourcesList => self.list_resources(&call, ctx).await,
-            M::ResourceTemplatesList => self.list_templates(&call, &ctx),
+            M::ToolsList => self.list_tools(call, &ctx),
+            M::PromptsList => self.list_prompts(call, &ctx),
+            M::ResourcesList => self.list_resources(call, ctx).await,
+            M::ResourceTemplatesList => self.list_templates(call, &ctx),
             M::CompletionComplete => self.complete(call, ctx).await.map(Into::into),
             M::ToolsCall
             | M::PromptsGet

@@ -120,8 +120,8 @@ impl Router<'_> {
         }
     }
 
-    pub(super) async fn complete(&self, call: Call, ctx: RequestContext) -> Output {
-        let p = match call.params {
+    pub(super) async fn complete(&self, call: &mut Call, ctx: RequestContext) -> Output {
+        let p = match std::mem::replace(&mut call.params, MethodParams::None) {
             MethodParams::Complete(p) => p,
             other => return Err(other.refusal()),
         };

@@ -5,13 +5,13 @@ use serde_json::{Map, Value};
 
 use super::{Answer, Call, Router, Stop};
 use crate::protocol::{Asking, Method, RpcError};
-use crate::runtime::context::{ContextInit, Principal, RequestContext};
+use crate::runtime::context::{Principal, RequestContext};
 use crate::runtime::input::{InputRequired, StateContents};
 
 impl Router<'_> {
     /// Runs tools/call, prompts/get or resources/read, with multi round-trip input on
     /// 2026-07-28.
-    pub(super) async fn interactive(&self, call: Call, init: ContextInit) -> Answer {
+    pub(super) async fn interactive(&self, call: &mut Call, ctx: RequestContext) -> Answer {
         let stateless = call.dialect.asking() == Asking::Rounds;
         // Params only multi round-trip requests (and 2025-11-25 tasks) use.
         if !stateless && call.params.interactive()?.rounds.present {
@@ -19,26 +19,26 @@ impl Router<'_> {
                 "Tasks and multi-round-trip inputs are not supported",
             ));
         }
-        let mut call = call;
-        let principal = init.principal.clone();
+        let principal = ctx.principal().cloned();
         // The scope is only formatted when a requestState is opened or sealed.
         let scope = |call: &Call| round_scope(call, principal.as_ref());
-        let contents = if stateless {
-            self.open_round(&call, scope)?
+        let (ctx, app) = if stateless {
+            let contents = self.open_round(call, scope)?;
+            let app = contents.app.clone();
+            (ctx.with_round(contents.answers, contents.app), app)
         } else {
-            StateContents::default()
+            (ctx, None)
         };
-        let ctx = RequestContext::with_answers(init, contents.answers, contents.app.clone());
         let outcome = match call.method {
-            Method::ToolsCall => self.call_tool(&mut call, ctx.clone()).await,
-            Method::PromptsGet => self.get_prompt(&call, ctx.clone()).await.map(Into::into),
-            _ => self.read_resource(&call, ctx.clone()).await.map(Into::into),
+            Method::ToolsCall => self.call_tool(call, ctx.clone()).await,
+            Method::PromptsGet => self.get_prompt(call, ctx.clone()).await.map(Into::into),
+            _ => self.read_resource(call, ctx.clone()).await.map(Into::into),
         };
         match outcome {
             Ok(result) => Ok(result),
             Err(Stop::Error(e)) => Err(e),
             Err(Stop::Input(input)) if stateless => Ok(self
-                .input_required(&scope(&call), ctx.answers(), contents.app, input)
+                .input_required(&scope(call), ctx.answers(), app, input)
                 .into()),
             Err(Stop::Input(_)) => Err(RpcError::internal(
                 "The handler asked for input in a way this protocol version cannot carry",

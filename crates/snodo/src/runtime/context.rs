@@ -113,6 +113,7 @@ pub struct RequestContext {
 }
 
 /// Everything a context is built from.
+#[derive(Clone)]
 pub(crate) struct ContextInit {
     pub(crate) dialect: &'static Dialect,
     pub(crate) id: RequestId,
@@ -193,6 +194,24 @@ impl RequestContext {
                 task: None,
                 last_status: Mutex::new(None),
             }),
+        }
+    }
+
+    /// This context with a round's answers and application state (2026-07-28 multi
+    /// round-trip), set before any handler holds it.
+    pub(crate) fn with_round(
+        mut self,
+        answers: Map<String, Value>,
+        app_state: Option<Value>,
+    ) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.answers = Mutex::new(answers);
+                inner.app_state = app_state;
+                self
+            }
+            // Shared already (not on the router's path): a context of its own.
+            None => Self::with_answers(self.inner.init.clone(), answers, app_state),
         }
     }
 

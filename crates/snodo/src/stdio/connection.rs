@@ -290,7 +290,7 @@ impl Connection {
         }
     }
 
-    async fn not_a_request(&self, parsed: Result<Incoming<'_, SplitParams>, RpcError>) {
+    async fn not_a_request(&self, parsed: Result<Incoming<'_, SplitParams<'_>>, RpcError>) {
         match parsed {
             Err(e) => self.send(error_message(e.id(), &e)).await,
             Ok(Incoming::Notification { method, params }) => self.notification(&method, params),
@@ -307,7 +307,7 @@ impl Connection {
         &mut self,
         id: RequestId,
         method: &str,
-        params: Option<SplitParams>,
+        params: Option<SplitParams<'_>>,
         permit: OwnedSemaphorePermit,
         mut record: Option<Record>,
     ) {
@@ -470,7 +470,7 @@ impl Connection {
         });
     }
 
-    fn notification(&self, method: &str, params: Option<SplitParams>) {
+    fn notification(&self, method: &str, params: Option<SplitParams<'_>>) {
         // `notifications/initialized` and unknown notifications need nothing.
         if Method::parse(method) == Method::Cancelled {
             if let Some(id) = engine::cancelled_id(params) {
