@@ -118,7 +118,7 @@ struct Part<K> {
 struct What {
     json: bool,
     transport: &'static str,
-    method: Option<&'static str>,
+    method: &'static str,
     name: Option<String>,
     dialect: Option<&'static str>,
     principal: Option<String>,
@@ -146,7 +146,7 @@ impl What {
     fn is(&self, json: bool, method: &'static str, s: &RequestSummary) -> bool {
         self.json == json
             && std::ptr::eq(self.transport, s.transport())
-            && same_static(self.method, Some(method))
+            && std::ptr::eq(self.method, method)
             && self.name.as_deref() == s.name()
             && same_static(self.dialect, s.dialect())
             && self.principal.as_deref() == s.principal()
@@ -164,7 +164,7 @@ impl What {
         }
         self.json = json;
         self.transport = s.transport();
-        self.method = Some(method);
+        self.method = method;
         set(&mut self.name, s.name());
         self.dialect = s.dialect();
         set(&mut self.principal, s.principal());

@@ -130,9 +130,7 @@ impl McpService {
         record: &'a mut Option<Record>,
     ) -> impl Future<Output = Result<Response<Body>, Response<Body>>> + Send + 'a
     where
-        B: http_body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        B: RequestBody,
     {
         async move {
             // The head and the body are locals of this block only: what runs the request
@@ -189,9 +187,7 @@ impl McpService {
     > + Send
     + 'a
     where
-        B: http_body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        B: RequestBody,
     {
         async move {
             let cfg = &self.shared.config;
@@ -403,4 +399,18 @@ where
         let this = self.clone();
         Box::pin(async move { Ok(this.handle(req).await) })
     }
+}
+
+/// What the service reads a request body as (any `http_body::Body` whose chunks and
+/// errors can cross threads): one name for the bounds the service's steps share.
+trait RequestBody:
+    http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static
+{
 }
