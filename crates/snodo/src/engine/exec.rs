@@ -21,7 +21,7 @@ use tracing::Instrument as _;
 use super::Engine;
 use super::failure::{Failure, timeout_error};
 use super::inflight::{InFlight, Registration};
-use super::observe::{Gauged, Outcome, Record};
+use super::observe::{Outcome, Record};
 use super::trace::{self, TraceContext};
 use crate::protocol::jsonrpc::error_message;
 use crate::protocol::{Asking, Dialect, LogLevel, LogLevels, RequestId};
@@ -107,7 +107,7 @@ pub(crate) struct Execution {
     cancel: CancellationToken,
     guard: Option<DropGuard>,
     /// The execution slot and the cancellation registration, released when it ends.
-    held: Option<(Option<Registration>, OwnedSemaphorePermit, Gauged)>,
+    held: Option<(Option<Registration>, OwnedSemaphorePermit)>,
     /// Emitted when the execution ends (cancelled, unless [`finish`](Self::finish)
     /// says otherwise).
     record: Option<Record>,
@@ -185,9 +185,7 @@ impl Execution {
             ))));
         }
         Starting::Later(Box::pin(async move {
-            let queued = engine.observe.queued();
             let entered = tokio::time::timeout_at(deadline, engine.gate.enter()).await;
-            drop(queued);
             let span = &prelude.span;
             let slot = match entered {
                 Ok(Ok(slot)) => slot,
@@ -211,7 +209,6 @@ impl Execution {
             span,
         }: Prelude,
     ) -> Self {
-        let in_flight = engine.observe.in_flight();
         let mut record = options.record.take();
         if let Some(r) = record.as_mut() {
             // Until `finish` says how it ended, an execution that goes away was cancelled.
@@ -288,7 +285,7 @@ impl Execution {
             rx,
             cancel,
             guard: Some(guard),
-            held: Some((registration, slot, in_flight)),
+            held: Some((registration, slot)),
             record,
             span,
         }

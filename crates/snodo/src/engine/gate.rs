@@ -1,8 +1,11 @@
 //! Bounded execution: at most `max_concurrent` requests execute at once, at most
 //! `max_queued` wait for a slot; beyond that the server answers 503 at once.
+//!
+//! The gate is also where the `in flight` and `queued` gauges read from (a scrape asks
+//! the gate; a request pays nothing for them).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -10,7 +13,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 #[derive(Debug)]
 pub(crate) struct Gate {
     slots: Arc<Semaphore>,
-    queued: AtomicUsize,
+    capacity: usize,
+    queued: Arc<AtomicUsize>,
     max_queued: usize,
 }
 
@@ -20,9 +24,11 @@ pub(crate) struct Overloaded;
 
 impl Gate {
     pub(crate) fn new(max_concurrent: usize, max_queued: usize) -> Self {
+        let capacity = max_concurrent.clamp(1, Semaphore::MAX_PERMITS);
         Self {
-            slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
-            queued: AtomicUsize::new(0),
+            slots: Arc::new(Semaphore::new(capacity)),
+            capacity,
+            queued: Arc::new(AtomicUsize::new(0)),
             max_queued,
         }
     }
@@ -41,9 +47,55 @@ impl Gate {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             return Err(Overloaded);
         }
+        // Counted out however the wait ends: a slot, the semaphore closed, or the
+        // waiting future dropped (the deadline passed, the client went away).
+        let _waiting = Unqueue(&self.queued);
         let permit = Arc::clone(&self.slots).acquire_owned().await;
-        self.queued.fetch_sub(1, Ordering::AcqRel);
         permit.map_err(|_| Overloaded)
+    }
+
+    /// A view of this gate's occupancy that does not keep it alive.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn watch(&self) -> GateWatch {
+        GateWatch {
+            slots: Arc::downgrade(&self.slots),
+            capacity: self.capacity,
+            queued: Arc::downgrade(&self.queued),
+        }
+    }
+}
+
+/// Takes a waiting request off the queue count when dropped.
+struct Unqueue<'a>(&'a AtomicUsize);
+
+impl Drop for Unqueue<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How full a gate is, read from where it lives (see [`Gate::watch`]).
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) struct GateWatch {
+    slots: Weak<Semaphore>,
+    capacity: usize,
+    queued: Weak<AtomicUsize>,
+}
+
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+impl GateWatch {
+    /// Requests executing and requests waiting now; `None` once the gate is gone.
+    pub(crate) fn read(&self) -> Option<(usize, usize)> {
+        let slots = self.slots.upgrade()?;
+        let queued = self.queued.upgrade()?;
+        let executing = self.capacity.saturating_sub(slots.available_permits());
+        Some((executing, queued.load(Ordering::Acquire)))
+    }
+
+    /// Whether the gate is gone.
+    pub(crate) fn is_gone(&self) -> bool {
+        self.slots.strong_count() == 0
     }
 }
 
@@ -54,16 +106,45 @@ mod tests {
     #[tokio::test]
     async fn queues_then_refuses() {
         let gate = Gate::new(1, 1);
-        let first = gate.enter().await;
-        assert!(first.is_ok());
-        let waiting = gate.enter();
-        tokio::pin!(waiting);
-        assert!(
-            futures_util::poll!(&mut waiting).is_pending(),
-            "the second waits"
-        );
-        assert!(gate.enter().await.is_err(), "the third is refused");
-        drop(first);
-        assert!(waiting.await.is_ok());
+        let watch = gate.watch();
+        assert_eq!(watch.read(), Some((0, 0)));
+        {
+            let first = gate.enter().await;
+            assert!(first.is_ok());
+            assert_eq!(watch.read(), Some((1, 0)));
+            let waiting = gate.enter();
+            tokio::pin!(waiting);
+            assert!(
+                futures_util::poll!(&mut waiting).is_pending(),
+                "the second waits"
+            );
+            assert_eq!(watch.read(), Some((1, 1)));
+            assert!(gate.enter().await.is_err(), "the third is refused");
+            assert_eq!(watch.read(), Some((1, 1)), "a refusal is not counted");
+            drop(first);
+            let second = waiting.await;
+            assert!(second.is_ok());
+            assert_eq!(watch.read(), Some((1, 0)));
+            drop(second);
+            assert_eq!(watch.read(), Some((0, 0)));
+        }
+        drop(gate);
+        assert_eq!(watch.read(), None);
+        assert!(watch.is_gone());
+    }
+
+    /// A wait given up (its future dropped) leaves the queue.
+    #[tokio::test]
+    async fn an_abandoned_wait_leaves_the_queue() {
+        let gate = Gate::new(1, 4);
+        let watch = gate.watch();
+        let _first = gate.enter().await;
+        {
+            let waiting = gate.enter();
+            tokio::pin!(waiting);
+            assert!(futures_util::poll!(&mut waiting).is_pending());
+            assert_eq!(watch.read(), Some((1, 1)));
+        }
+        assert_eq!(watch.read(), Some((1, 0)));
     }
 }

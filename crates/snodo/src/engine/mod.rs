@@ -29,6 +29,8 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
+#[cfg(feature = "metrics")]
+pub(crate) use gate::GateWatch;
 pub(crate) use inflight::InFlight;
 pub(crate) use listen::{ListenStep, Subscription};
 
@@ -77,10 +79,12 @@ pub(crate) struct Engine {
 impl Engine {
     pub(crate) fn new(runtime: Runtime, limits: Limits) -> Self {
         let observe = Observe::new(&runtime);
+        let gate = Gate::new(limits.max_concurrent, limits.max_queued);
+        observe.watch_gate(&gate);
         Self {
             runtime,
             limits,
-            gate: Gate::new(limits.max_concurrent, limits.max_queued),
+            gate,
             inflight: Arc::new(InFlight::default()),
             root: CancellationToken::new(),
             cancelled_all: AtomicBool::new(false),

@@ -154,6 +154,16 @@ impl Observe {
         })
     }
 
+    /// Gives the metrics, if any, the gate's occupancy to read when scraped.
+    pub(crate) fn watch_gate(&self, gate: &super::gate::Gate) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.watch_gate(gate.watch());
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = gate;
+    }
+
     /// Counts a stream (`"sse"`, `"listen"`) open while the returned guard lives.
     pub(crate) fn stream(&self, kind: &'static str) -> Gauged {
         #[cfg(feature = "metrics")]
@@ -163,30 +173,6 @@ impl Observe {
         #[cfg(not(feature = "metrics"))]
         {
             let _ = kind;
-            Gauged {}
-        }
-    }
-
-    /// Counts an executing request while the guard lives.
-    pub(crate) fn in_flight(&self) -> Gauged {
-        #[cfg(feature = "metrics")]
-        {
-            Gauged::new(self.metrics.as_ref().map(|m| m.in_flight_gauge()))
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
-            Gauged {}
-        }
-    }
-
-    /// Counts a request waiting for an execution slot while the guard lives.
-    pub(crate) fn queued(&self) -> Gauged {
-        #[cfg(feature = "metrics")]
-        {
-            Gauged::new(self.metrics.as_ref().map(|m| m.queued_gauge()))
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
             Gauged {}
         }
     }

@@ -1,13 +1,17 @@
 //! The catalogue: validated components, and their wire definitions computed once per
 //! enabled dialect.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::builder::BuildError;
+
+/// A name index: component names are the server's own, and a lookup of a name a client
+/// sent cannot lengthen a probe sequence the server's names did not already make, so the
+/// hash need not resist flooding: foldhash rather than SipHash's rounds on every lookup.
+type Index = foldhash::HashMap<String, usize>;
 use super::components::Components;
 use super::events::Change;
 use super::param_headers::{self, ParamHeader};
@@ -38,11 +42,11 @@ pub(crate) struct CompiledTool {
 
 pub(crate) struct Catalogue {
     pub(crate) tools: Vec<CompiledTool>,
-    tool_index: HashMap<String, usize>,
+    tool_index: Index,
     pub(crate) prompts: Vec<Prompt>,
-    prompt_index: HashMap<String, usize>,
+    prompt_index: Index,
     pub(crate) resources: Vec<Resource>,
-    resource_index: HashMap<String, usize>,
+    resource_index: Index,
     pub(crate) templates: Vec<CompiledTemplate>,
     /// Tool definitions as the newest dialect publishes them, before shaping.
     tool_defs: Vec<Map<String, Value>>,
@@ -114,16 +118,12 @@ fn missing(kind: &'static str, name: &str) -> BuildError {
 }
 
 /// The compiled tools, their index by name and their definitions.
-type CompiledTools = (
-    Vec<CompiledTool>,
-    HashMap<String, usize>,
-    Vec<Map<String, Value>>,
-);
+type CompiledTools = (Vec<CompiledTool>, Index, Vec<Map<String, Value>>);
 
 /// Every tool: a valid, unique name, then [`compile_tool`].
 fn compile_tools(tools: Vec<super::tool::Tool>) -> Result<CompiledTools, BuildError> {
     let mut compiled = Vec::with_capacity(tools.len());
-    let mut index = HashMap::new();
+    let mut index = Index::default();
     let mut defs = Vec::with_capacity(tools.len());
     for tool in tools {
         if !valid_tool_name(&tool.name) {
@@ -195,8 +195,8 @@ fn compile_tool(
 }
 
 /// Prompts: unique names, each with a handler.
-fn index_prompts(prompts: &[Prompt]) -> Result<HashMap<String, usize>, BuildError> {
-    let mut index = HashMap::new();
+fn index_prompts(prompts: &[Prompt]) -> Result<Index, BuildError> {
+    let mut index = Index::default();
     for (i, p) in prompts.iter().enumerate() {
         if index.insert(p.name.clone(), i).is_some() {
             return Err(duplicate("prompt", &p.name));
@@ -209,8 +209,8 @@ fn index_prompts(prompts: &[Prompt]) -> Result<HashMap<String, usize>, BuildErro
 }
 
 /// Resources: absolute, unique URIs, each with a reader.
-fn index_resources(resources: &[Resource]) -> Result<HashMap<String, usize>, BuildError> {
-    let mut index = HashMap::new();
+fn index_resources(resources: &[Resource]) -> Result<Index, BuildError> {
+    let mut index = Index::default();
     for (i, r) in resources.iter().enumerate() {
         let uri = r.info.uri();
         if !uri.contains(':') {
@@ -367,7 +367,7 @@ impl Catalogue {
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {
-        // A few names compare faster than one SipHash of the key.
+        // A few names compare faster than hashing the key.
         if self.tools.len() <= 8 {
             return self.tools.iter().find(|t| t.name == name);
         }

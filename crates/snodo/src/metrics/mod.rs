@@ -20,8 +20,11 @@
 //!
 //! [`RuntimeBuilder::metrics`]: crate::RuntimeBuilder::metrics
 
-use std::cell::RefCell;
-use std::sync::{Arc, Weak};
+mod durations;
+mod gates;
+mod series;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,11 +33,14 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::engine::GateWatch;
 use crate::engine::observe::{Outcome, Record};
 use crate::http::Body;
+use durations::Durations;
+use gates::{GateGauge, Gates};
+use series::Labels;
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -68,15 +74,13 @@ struct StreamLabels {
     kind: &'static str,
 }
 
-type Histograms = Family<DurationLabels, Histogram, fn() -> Histogram>;
-
 #[derive(Debug)]
 struct Inner {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
-    duration: Histograms,
-    in_flight: Gauge,
-    queued: Gauge,
+    duration: Family<DurationLabels, Durations>,
+    /// The execution gates of the endpoints counting into these series.
+    gates: Gates,
     refusals: Family<RefusalLabels, Counter>,
     streams: Family<StreamLabels, Gauge>,
     /// The name label of requests without a known component name.
@@ -95,20 +99,14 @@ impl Default for Metrics {
     }
 }
 
-fn duration_histogram() -> Histogram {
-    // 100 µs to ~6.5 s.
-    Histogram::new(exponential_buckets(0.0001, 2.0, 17))
-}
-
 impl Metrics {
     /// A fresh set of series in a registry of its own.
     #[must_use]
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
-        let duration: Histograms = Family::new_with_constructor(duration_histogram);
-        let in_flight = Gauge::default();
-        let queued = Gauge::default();
+        let duration = Family::<DurationLabels, Durations>::default();
+        let gates = Gates::default();
         let refusals = Family::<RefusalLabels, Counter>::default();
         let streams = Family::<StreamLabels, Gauge>::default();
         registry.register(
@@ -124,12 +122,12 @@ impl Metrics {
         registry.register(
             "snodo_requests_in_flight",
             "Requests executing now",
-            in_flight.clone(),
+            GateGauge::executing(&gates),
         );
         registry.register(
             "snodo_requests_queued",
             "Requests waiting for an execution slot",
-            queued.clone(),
+            GateGauge::queued(&gates),
         );
         registry.register(
             "snodo_refusals",
@@ -146,8 +144,7 @@ impl Metrics {
                 registry,
                 requests,
                 duration,
-                in_flight,
-                queued,
+                gates,
                 refusals,
                 streams,
                 no_name: Arc::from(""),
@@ -206,12 +203,9 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn in_flight_gauge(&self) -> Gauge {
-        self.inner.in_flight.clone()
-    }
-
-    pub(crate) fn queued_gauge(&self) -> Gauge {
-        self.inner.queued.clone()
+    /// Reads an endpoint's in-flight and queued requests from its gate, at each scrape.
+    pub(crate) fn watch_gate(&self, gate: GateWatch) {
+        self.inner.gates.add(gate);
     }
 
     pub(crate) fn stream_gauge(&self, kind: &'static str) -> Gauge {
@@ -227,42 +221,13 @@ impl Metrics {
         let method = record.label_method();
         let outcome = record.outcome.as_str();
         let name = record.label_name().unwrap_or("");
-        let counted = SERIES.with(|cell| {
-            let Ok(mut series) = cell.try_borrow_mut() else {
-                return false;
-            };
-            if let Some(s) = series
-                .iter()
-                .find(|s| s.is(&self.inner, transport, method, outcome, name))
-            {
-                s.count(elapsed);
-                return true;
-            }
-            let s = Series {
-                owner: Arc::downgrade(&self.inner),
-                transport,
-                method,
-                outcome,
-                requests: self.request_counter(transport, method, name, outcome),
-                duration: self.duration_histogram(transport, method),
-                name: name.into(),
-            };
-            s.count(elapsed);
-            if series.len() == MAX_SERIES {
-                // Series of dropped registries first; else start over.
-                series.retain(|s| s.owner.strong_count() > 0);
-                if series.len() == MAX_SERIES {
-                    series.clear();
-                }
-            }
-            series.push(s);
-            true
-        });
-        if !counted {
-            self.request_counter(transport, method, name, outcome).inc();
-            self.duration_histogram(transport, method)
-                .observe(elapsed.as_secs_f64());
-        }
+        let labels = Labels {
+            transport,
+            method,
+            outcome,
+            name,
+        };
+        series::count(&self.inner, &labels, elapsed);
         if let Some(limit) = record.limit {
             // A tool's own limit: the answer is a tool error, the refusal is counted.
             self.inner
@@ -286,20 +251,21 @@ impl Metrics {
     }
 }
 
-impl Metrics {
-    fn request_counter(
-        &self,
-        transport: &'static str,
-        method: &'static str,
-        name: &str,
-        outcome: &'static str,
-    ) -> Counter {
+impl Inner {
+    /// The counter and histogram of a label set, from the families.
+    fn series(&self, labels: &Labels<'_>) -> (Counter, Durations) {
+        let &Labels {
+            transport,
+            method,
+            outcome,
+            name,
+        } = labels;
         let name = if name.is_empty() {
-            Arc::clone(&self.inner.no_name)
+            Arc::clone(&self.no_name)
         } else {
             Arc::from(name)
         };
-        self.inner
+        let requests = self
             .requests
             .get_or_create(&RequestLabels {
                 transport,
@@ -307,61 +273,12 @@ impl Metrics {
                 name,
                 outcome,
             })
-            .clone()
-    }
-
-    fn duration_histogram(&self, transport: &'static str, method: &'static str) -> Histogram {
-        self.inner
+            .clone();
+        let duration = self
             .duration
             .get_or_create(&DurationLabels { transport, method })
-            .clone()
-    }
-}
-
-/// How many request series a thread keeps at hand.
-const MAX_SERIES: usize = 64;
-
-thread_local! {
-    /// Per thread, the series of the kinds of request it answered: counting a request
-    /// is then a short scan and two updates, instead of two family lookups that hash
-    /// the labels and take a lock (issue 19: metrics are on every request).
-    static SERIES: RefCell<Vec<Series>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The counter and histogram of one label set of one registry.
-struct Series {
-    /// Whose series these are; a weak handle keeps the address from being reused.
-    owner: Weak<Inner>,
-    transport: &'static str,
-    method: &'static str,
-    outcome: &'static str,
-    name: Arc<str>,
-    requests: Counter,
-    duration: Histogram,
-}
-
-impl Series {
-    /// Whether these are `inner`'s series of this label set. The `'static` labels are
-    /// compared by address: two equal texts at two addresses are two entries for the
-    /// same series, which only costs a slot.
-    fn is(
-        &self,
-        inner: &Arc<Inner>,
-        transport: &'static str,
-        method: &'static str,
-        outcome: &'static str,
-        name: &str,
-    ) -> bool {
-        std::ptr::eq(self.transport, transport)
-            && std::ptr::eq(self.method, method)
-            && std::ptr::eq(self.outcome, outcome)
-            && std::ptr::eq(self.owner.as_ptr(), Arc::as_ptr(inner))
-            && *self.name == *name
-    }
-
-    fn count(&self, elapsed: Duration) {
-        self.requests.inc();
-        self.duration.observe(elapsed.as_secs_f64());
+            .clone();
+        (requests, duration)
     }
 }
 
