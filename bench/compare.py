@@ -42,6 +42,26 @@ def ratio(a, b):
     return None if a is None or b in (None, 0) else a / b
 
 
+def observation(stat, protos, ops):
+    """What the request log and metrics cost, when the run had snodo-quiet (issue 19)."""
+    names = ["snodo-quiet", "snodo", "snodo-observed"]
+    if stat(names[0], protos[0], ops[0][0], 32, "cpu_us")[0] is None:
+        return
+    print("## what observation costs: server CPU per request, c=32 (medians; ratio = / snodo-quiet)")
+    print()
+    print("| proto | op | snodo-quiet us (min-max) | snodo (logs) us | x quiet | snodo-observed (logs + metrics) us | x quiet |")
+    print("|---|---|---|---|---|---|---|")
+    for proto in protos:
+        for sc, op in ops:
+            q, qlo, qhi, _ = stat(names[0], proto, sc, 32, "cpu_us")
+            l = stat(names[1], proto, sc, 32, "cpu_us")
+            o = stat(names[2], proto, sc, 32, "cpu_us")
+            print(f"| {proto} | {op} | {fmt(q, 2)} ({fmt(qlo, 2)}-{fmt(qhi, 2)}) "
+                  f"| {fmt(l[0], 2)} ({fmt(l[1], 2)}-{fmt(l[2], 2)}) | {fmt(ratio(l[0], q), 3)} "
+                  f"| {fmt(o[0], 2)} ({fmt(o[1], 2)}-{fmt(o[2], 2)}) | {fmt(ratio(o[0], q), 3)} |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("runs")
@@ -116,6 +136,8 @@ def main():
                 ]
                 print("| " + " | ".join(cells_) + " |")
     print()
+
+    observation(stat, protos, ops)
 
     print("| server | RSS peak MiB, c=32 (max over cells) | RSS peak MiB, c=256 tools/call 2026-07-28 | req/s c=256 | p99 ms c=256 |")
     print("|---|---|---|---|---|")

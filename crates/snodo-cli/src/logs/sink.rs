@@ -41,7 +41,8 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    pending: Vec<u8>,
+    /// Whole lines, each with its newline.
+    pending: String,
     dropped: u64,
     /// The writer is waiting to be woken (no deadline).
     idle: bool,
@@ -69,13 +70,43 @@ impl Sink {
     }
 
     /// Queues one line (with its newline), or drops it when the queue is full.
-    pub(crate) fn push(&self, line: &[u8]) {
+    pub(crate) fn push(&self, line: &str) {
         let mut state = self.shared.lock();
         if state.pending.len() + line.len() > MAX_PENDING {
             state.dropped += 1;
             return;
         }
-        state.pending.extend_from_slice(line);
+        state.pending.push_str(line);
+        self.queued(state);
+    }
+
+    /// Lets `write` append one line (with its newline) to the queue itself, saving the
+    /// copy from a buffer of its own, when the queue is free now; `false` (and `write`
+    /// not called) when another thread holds it. `write` must not log: the queue is
+    /// locked while it runs.
+    pub(crate) fn write_in_place(&self, write: impl FnOnce(&mut String)) -> bool {
+        let mut state = match self.shared.state.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        };
+        let start = state.pending.len();
+        if start >= MAX_PENDING {
+            state.dropped += 1;
+            return true;
+        }
+        write(&mut state.pending);
+        if state.pending.len() > MAX_PENDING {
+            state.pending.truncate(start);
+            state.dropped += 1;
+            return true;
+        }
+        self.queued(state);
+        true
+    }
+
+    /// Wakes the writer if it is idle (a line was queued).
+    fn queued(&self, mut state: std::sync::MutexGuard<'_, State>) {
         if state.idle {
             state.idle = false;
             drop(state);
@@ -92,7 +123,7 @@ impl Shared {
 
     /// The writer thread: takes what is pending, writes it, waits for more.
     fn drain<W: Write>(&self, mut out: W) {
-        let mut batch = Vec::new();
+        let mut batch = String::new();
         loop {
             let mut state = self.lock();
             if state.pending.is_empty() && !state.closed {
@@ -110,7 +141,7 @@ impl Shared {
             let dropped = std::mem::take(&mut state.dropped);
             drop(state);
             // stderr may be closed or full: nothing to do about it but keep going.
-            let _ = out.write_all(&batch);
+            let _ = out.write_all(batch.as_bytes());
             if dropped > 0 {
                 let _ = writeln!(
                     out,
@@ -120,7 +151,7 @@ impl Shared {
             let _ = out.flush();
             batch.clear();
             if batch.capacity() > KEEP_CAPACITY {
-                batch = Vec::new();
+                batch = String::new();
             }
             if closed {
                 return;
@@ -175,7 +206,11 @@ mod tests {
         let out = Out::default();
         let (sink, guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
         for i in 0..1000 {
-            sink.push(format!("line {i}\n").as_bytes());
+            if i % 2 == 0 {
+                sink.push(&format!("line {i}\n"));
+            } else {
+                assert!(sink.write_in_place(|q| q.push_str(&format!("line {i}\n"))));
+            }
             if i % 100 == 0 {
                 std::thread::sleep(Duration::from_millis(15)); // let the writer go idle
             }
@@ -190,7 +225,7 @@ mod tests {
         let out = Out::default();
         let (sink, _guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
         std::thread::sleep(Duration::from_millis(50));
-        sink.push(b"late\n");
+        assert!(sink.write_in_place(|q| q.push_str("late\n")));
         for _ in 0..200 {
             if text(&out) == "late\n" {
                 return;
@@ -205,13 +240,16 @@ mod tests {
         let out = Out::default();
         let held = out.block.lock().unwrap_or_else(PoisonError::into_inner);
         let (sink, guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
-        sink.push(b"first\n");
+        sink.push("first\n");
         std::thread::sleep(Duration::from_millis(30)); // the writer is now stuck in write
-        let line = [b'x'; 1023];
-        let mut line = line.to_vec();
-        line.push(b'\n');
-        for _ in 0..2000 {
-            sink.push(&line); // 2000 KiB offered, 1 MiB kept
+        let line = "x".repeat(1023) + "\n";
+        for i in 0..2000 {
+            // 2000 KiB offered, 1 MiB kept, by either way in.
+            if i % 2 == 0 {
+                sink.push(&line);
+            } else {
+                assert!(sink.write_in_place(|q| q.push_str(&line)));
+            }
         }
         drop(held);
         drop(guard);

@@ -253,12 +253,11 @@ impl McpService {
         let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
-                if let Some(r) = record.as_mut() {
-                    r.method_name(&method);
-                }
                 let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
                     .map_err(|rejection| {
+                        // An admitted request's record learns its method from the call.
                         if let Some(r) = record.as_mut() {
+                            r.method_name(&method);
                             r.error(&rejection.error);
                         }
                         reject(rejection)

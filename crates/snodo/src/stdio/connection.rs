@@ -312,16 +312,15 @@ impl Connection {
         mut record: Option<Record>,
     ) {
         let runtime = &self.engine.runtime;
-        if let Some(r) = record.as_mut() {
-            r.method_name(method);
-        }
         let Admitted {
             mut call,
             negotiated,
         } = match admit::inline(runtime, self.negotiated, &id, method, params) {
             Ok(a) => a,
             Err(e) => {
+                // An admitted request's record learns its method from the call.
                 if let Some(r) = record.as_mut() {
+                    r.method_name(method);
                     r.error(&e);
                 }
                 return self.send(error_message(Some(&id), &e)).await;
