@@ -12,11 +12,18 @@
 //! | `snodo_requests_queued` | gauge | |
 //! | `snodo_refusals_total` | counter | `transport`, `reason` (the HTTP status, or the JSON-RPC code on stdio; `tool_rate`, `tool_concurrency`, `tool_timeout` for a tool's own limits) |
 //! | `snodo_open_streams` | gauge | `kind` (`sse`, `listen`) |
+//! | `snodo_tasks_running` | gauge | `status` (`working`, `input_required`) |
+//! | `snodo_tasks_ended_total` | counter | `status` (`completed`, `failed`, `cancelled`, `lost`) |
 //!
 //! `name` is the tool or prompt name, or the resource URI, only when the catalogue holds
 //! it (else empty): a client cannot grow the label set with names it makes up. `outcome`
 //! is `ok`, `tool_error` (a tool result with `isError`, a tool's own limits included),
 //! `error`, `refused`, `timeout` or `cancelled`.
+//!
+//! The task series count the tasks whose work runs in this process (tasks extension):
+//! with a shared task store, each instance counts its own and Prometheus sums them. A
+//! task ends `lost` when its worker stops without storing an outcome: the task expired
+//! and was deleted, or another instance took it over.
 //!
 //! [`RuntimeBuilder::metrics`]: crate::RuntimeBuilder::metrics
 
@@ -74,6 +81,11 @@ struct StreamLabels {
     kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabels {
+    status: &'static str,
+}
+
 #[derive(Debug)]
 struct Inner {
     registry: Registry,
@@ -83,6 +95,8 @@ struct Inner {
     gates: Gates,
     refusals: Family<RefusalLabels, Counter>,
     streams: Family<StreamLabels, Gauge>,
+    tasks_running: Family<TaskLabels, Gauge>,
+    tasks_ended: Family<TaskLabels, Counter>,
     /// The name label of requests without a known component name.
     no_name: Arc<str>,
 }
@@ -109,6 +123,8 @@ impl Metrics {
         let gates = Gates::default();
         let refusals = Family::<RefusalLabels, Counter>::default();
         let streams = Family::<StreamLabels, Gauge>::default();
+        let tasks_running = Family::<TaskLabels, Gauge>::default();
+        let tasks_ended = Family::<TaskLabels, Counter>::default();
         registry.register(
             "snodo_requests",
             "MCP requests answered, by transport, method, component name and outcome",
@@ -139,6 +155,16 @@ impl Metrics {
             "Open response streams: SSE answers and subscriptions/listen",
             streams.clone(),
         );
+        registry.register(
+            "snodo_tasks_running",
+            "Tasks whose work runs in this process, by status",
+            tasks_running.clone(),
+        );
+        registry.register(
+            "snodo_tasks_ended",
+            "Tasks whose work ran in this process and ended, by final status (lost: expired or taken over)",
+            tasks_ended.clone(),
+        );
         Self {
             inner: Arc::new(Inner {
                 registry,
@@ -147,6 +173,8 @@ impl Metrics {
                 gates,
                 refusals,
                 streams,
+                tasks_running,
+                tasks_ended,
                 no_name: Arc::from(""),
             }),
         }
@@ -201,6 +229,22 @@ impl Metrics {
                     .await;
             });
         }
+    }
+
+    /// The gauge of running tasks in `status` (`working`, `input_required`).
+    pub(crate) fn task_gauge(&self, status: &'static str) -> Gauge {
+        self.inner
+            .tasks_running
+            .get_or_create(&TaskLabels { status })
+            .clone()
+    }
+
+    /// Counts a task that ended in `status`.
+    pub(crate) fn task_ended(&self, status: &'static str) {
+        self.inner
+            .tasks_ended
+            .get_or_create(&TaskLabels { status })
+            .inc();
     }
 
     /// Reads an endpoint's in-flight and queued requests from its gate, at each scrape.

@@ -458,6 +458,10 @@ impl RuntimeBuilder {
                 capability: "requestState",
                 reason: "the request state key was refused".into(),
             })?;
+        #[cfg(feature = "metrics")]
+        let task_metrics = crate::tasks::TaskMetrics::new(self.metrics.clone());
+        #[cfg(not(feature = "metrics"))]
+        let task_metrics = crate::tasks::TaskMetrics::default();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -475,7 +479,7 @@ impl RuntimeBuilder {
                 pending: Arc::new(PendingRequests::default()),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
-                tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default()),
+                tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default(), task_metrics),
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics,
                 extensions,

@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::observe::Ended;
 use super::options::Tasks;
 use super::store::{Outcome, StoreError, TaskStatus};
 use crate::protocol::RpcError;
@@ -69,6 +70,7 @@ impl TaskLink {
                 .map_err(|e| store_failed(&e))
         };
         park(outstanding.clone()).await?;
+        let _parked = self.tasks.metrics.parked();
         let mut seen = 0;
         loop {
             let mut narrowed = false;
@@ -137,22 +139,36 @@ pub(crate) async fn supervise<H: Send>(
     hold: H,
 ) {
     let store = link.tasks.store();
+    let metrics = &link.tasks.metrics;
+    let _running = metrics.running();
     let id = &*link.id;
     let mut work = pin!(work);
     let watch = pin!(watch(&link, &cancel));
     tokio::select! {
         outcome = &mut work => {
-            let message = match &outcome {
-                Outcome::Error(e) => e.get("message").and_then(Value::as_str).map(str::to_owned),
-                Outcome::Result(_) => None,
+            let (message, ended) = match &outcome {
+                Outcome::Error(e) => (
+                    e.get("message").and_then(Value::as_str).map(str::to_owned),
+                    Ended::Failed,
+                ),
+                Outcome::Result(_) => (None, Ended::Completed),
             };
             match store.finish(id, outcome, message).await {
-                Ok(_) => {}
-                Err(e) => tracing::error!(task = id, error = %e, "task store: the outcome was not stored"),
+                Ok(true) => metrics.ended(ended),
+                // Ended before the work did (cancelled, expired, taken over).
+                Ok(false) => metrics.ended(Ended::Lost),
+                Err(e) => {
+                    metrics.ended(Ended::Lost);
+                    tracing::error!(task = id, error = %e, "task store: the outcome was not stored");
+                }
             }
         }
         why = watch => {
             cancel.cancel();
+            metrics.ended(match why {
+                Stopped::Cancelled => Ended::Cancelled,
+                Stopped::Gone => Ended::Lost,
+            });
             if why == Stopped::Cancelled {
                 let message = Some("Cancelled at the client's request".to_owned());
                 if let Err(e) = store.set_status(id, TaskStatus::Cancelled, message, None).await {

@@ -520,3 +520,71 @@ async fn status_notifications_through_listen() {
     assert_eq!(last["params"]["status"], "completed", "{last}");
     assert_eq!(last["params"]["result"]["content"][0]["text"], "slept 200");
 }
+
+/// The task series move as tasks run, wait for input and end (feature `metrics`).
+#[cfg(feature = "metrics")]
+#[tokio::test]
+async fn task_metrics_by_status() {
+    let metrics = snodo::metrics::Metrics::new();
+    let mut b = Runtime::builder("tasks-test", "1.0.0")
+        .protocols([&V2026_07_28])
+        .tasks(options())
+        .metrics(metrics.clone());
+    for t in tools() {
+        b = b.tool(t);
+    }
+    let s = TestServer::start(b.build().unwrap()).await;
+    let value = |series: &str| -> f64 {
+        let text = metrics.encode();
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map_or(0.0, |v| v.trim().parse().unwrap())
+    };
+    let working = r#"snodo_tasks_running{status="working"}"#;
+    let waiting = r#"snodo_tasks_running{status="input_required"}"#;
+    let ended = |status: &str| format!("snodo_tasks_ended_total{{status=\"{status}\"}}");
+    // The gauges follow the worker, a moment after the store: poll them.
+    let settle = |series: String, want: f64| {
+        let value = &value;
+        async move {
+            for _ in 0..200 {
+                if value(&series) == want {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("{series} = {} (want {want})", value(&series));
+        }
+    };
+
+    let sleeping = create(&s, None, "sleep", json!({"ms": 60_000})).await;
+    settle(working.into(), 1.0).await;
+    let asking = create(&s, None, "two_questions", json!({})).await;
+    until(&s, None, &asking, "input_required").await;
+    settle(waiting.into(), 1.0).await;
+    assert_eq!(value(working), 1.0, "a parked task is not working");
+
+    let r = task_op(
+        &s,
+        None,
+        "tasks/update",
+        json!({"taskId": asking, "inputResponses": {
+            "city": {"action": "accept", "content": {"city": "Lyon"}},
+            "color": {"action": "accept", "content": {"color": "blue"}}
+        }}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    until(&s, None, &asking, "completed").await;
+    settle(ended("completed"), 1.0).await;
+    assert_eq!(value(waiting), 0.0);
+
+    let r = task_op(&s, None, "tasks/cancel", json!({"taskId": sleeping})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    settle(ended("cancelled"), 1.0).await;
+    let failing = create(&s, None, "protocol_error", json!({})).await;
+    until(&s, None, &failing, "failed").await;
+    settle(ended("failed"), 1.0).await;
+    settle(working.into(), 0.0).await;
+    assert_eq!(value(&ended("lost")), 0.0);
+}
