@@ -26,14 +26,23 @@ pub(super) fn format_line(
     event: &Event<'_>,
     line: &mut String,
 ) {
-    let meta = event.metadata();
-    if meta.target() == snodo::REQUEST_TARGET
-        && *meta.level() == Level::INFO
-        && snodo::RequestSummary::with_current(|s| write_request(format, now, s, line)).is_some()
-    {
+    if with_summary(event, |s| write_request(format, now, s, line)).is_some() {
         return;
     }
     format_visited(format, now, event, line);
+}
+
+/// Calls `f` with the typed summary of `event` when it is a request event that lends
+/// one (see [`snodo::RequestSummary::with_current`]).
+pub(super) fn with_summary<R>(
+    event: &Event<'_>,
+    f: impl FnOnce(&snodo::RequestSummary) -> R,
+) -> Option<R> {
+    let meta = event.metadata();
+    if meta.target() != snodo::REQUEST_TARGET || *meta.level() != Level::INFO {
+        return None;
+    }
+    snodo::RequestSummary::with_current(f)
 }
 
 /// One event as one line, from its fields as `tracing` visits them.

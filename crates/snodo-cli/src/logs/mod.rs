@@ -110,17 +110,14 @@ struct Lines {
 impl<S: Subscriber> Layer<S> for Lines {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let now = SystemTime::now();
-        let meta = event.metadata();
         // A request line is written by our code alone (no field's `Debug`, nothing that
         // logs), so it may be written straight into the queue, under its lock: one copy
         // of the line fewer. When another thread holds the queue it goes the other way.
-        if meta.target() == snodo::REQUEST_TARGET
-            && *meta.level() == tracing::Level::INFO
-            && snodo::RequestSummary::with_current(|s| {
-                self.sink
-                    .write_in_place(|queue| request::write_request(self.format, now, s, queue))
-            }) == Some(true)
-        {
+        let written = format::with_summary(event, |s| {
+            self.sink
+                .write_in_place(|queue| request::write_request(self.format, now, s, queue))
+        });
+        if written == Some(true) {
             return;
         }
         let write = |line: &mut String| {

@@ -71,13 +71,7 @@ impl Sink {
 
     /// Queues one line (with its newline), or drops it when the queue is full.
     pub(crate) fn push(&self, line: &str) {
-        let mut state = self.shared.lock();
-        if state.pending.len() + line.len() > MAX_PENDING {
-            state.dropped += 1;
-            return;
-        }
-        state.pending.push_str(line);
-        self.queued(state);
+        self.append(self.shared.lock(), |queue| queue.push_str(line));
     }
 
     /// Lets `write` append one line (with its newline) to the queue itself, saving the
@@ -85,28 +79,27 @@ impl Sink {
     /// not called) when another thread holds it. `write` must not log: the queue is
     /// locked while it runs.
     pub(crate) fn write_in_place(&self, write: impl FnOnce(&mut String)) -> bool {
-        let mut state = match self.shared.state.try_lock() {
+        let state = match self.shared.state.try_lock() {
             Ok(state) => state,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return false,
         };
-        let start = state.pending.len();
-        if start >= MAX_PENDING {
-            state.dropped += 1;
-            return true;
-        }
-        write(&mut state.pending);
-        if state.pending.len() > MAX_PENDING {
-            state.pending.truncate(start);
-            state.dropped += 1;
-            return true;
-        }
-        self.queued(state);
+        self.append(state, write);
         true
     }
 
-    /// Wakes the writer if it is idle (a line was queued).
-    fn queued(&self, mut state: std::sync::MutexGuard<'_, State>) {
+    /// Appends what `write` writes, or drops it (and counts it) when it would take the
+    /// queue past [`MAX_PENDING`]; wakes an idle writer.
+    fn append(&self, mut state: std::sync::MutexGuard<'_, State>, write: impl FnOnce(&mut String)) {
+        let start = state.pending.len();
+        if start < MAX_PENDING {
+            write(&mut state.pending);
+        }
+        if start >= MAX_PENDING || state.pending.len() > MAX_PENDING {
+            state.pending.truncate(start);
+            state.dropped += 1;
+            return;
+        }
         if state.idle {
             state.idle = false;
             drop(state);

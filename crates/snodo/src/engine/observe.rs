@@ -108,11 +108,22 @@ pub(crate) struct Observe {
 
 impl Observe {
     pub(crate) fn new(runtime: &Runtime) -> Self {
-        let _ = runtime;
-        Self {
-            #[cfg(feature = "metrics")]
-            metrics: runtime.metrics().cloned(),
+        #[cfg(feature = "metrics")]
+        {
+            Self::with_metrics(runtime.metrics().cloned())
         }
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = runtime;
+            Self {}
+        }
+    }
+
+    /// Observation that counts into `metrics` (the task workers' own, made before the
+    /// runtime is).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn with_metrics(metrics: Option<crate::metrics::Metrics>) -> Self {
+        Self { metrics }
     }
 
     fn metrics_on(&self) -> bool {
@@ -168,7 +179,7 @@ impl Observe {
     pub(crate) fn stream(&self, kind: &'static str) -> Gauged {
         #[cfg(feature = "metrics")]
         {
-            Gauged::new(self.metrics.as_ref().map(|m| m.stream_gauge(kind)))
+            Gauged::new(self.metrics.as_ref().map(|m| m.stream_gauge(kind)), 1)
         }
         #[cfg(not(feature = "metrics"))]
         {
@@ -176,31 +187,57 @@ impl Observe {
             Gauged {}
         }
     }
+
+    /// Moves the running tasks in `status` (`"working"`, `"input_required"`) by `by`
+    /// while the returned guard lives.
+    pub(crate) fn task(&self, status: &'static str, by: i64) -> Gauged {
+        #[cfg(feature = "metrics")]
+        {
+            Gauged::new(self.metrics.as_ref().map(|m| m.task_gauge(status)), by)
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = (status, by);
+            Gauged {}
+        }
+    }
+
+    /// Counts a task that ended in `status`.
+    pub(crate) fn task_ended(&self, status: &'static str) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.task_ended(status);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = status;
+    }
 }
 
-/// A gauge held up by one while this lives (nothing without metrics).
+/// A gauge moved (up by one, for most) while this lives (nothing without metrics).
 #[derive(Debug)]
 #[must_use]
 pub(crate) struct Gauged {
     #[cfg(feature = "metrics")]
-    gauge: Option<prometheus_client::metrics::gauge::Gauge>,
+    gauge: Option<(prometheus_client::metrics::gauge::Gauge, i64)>,
 }
 
 #[cfg(feature = "metrics")]
 impl Gauged {
-    fn new(gauge: Option<prometheus_client::metrics::gauge::Gauge>) -> Self {
+    fn new(gauge: Option<prometheus_client::metrics::gauge::Gauge>, by: i64) -> Self {
         if let Some(g) = &gauge {
-            g.inc();
+            g.inc_by(by);
         }
-        Self { gauge }
+        Self {
+            gauge: gauge.map(|g| (g, by)),
+        }
     }
 }
 
 #[cfg(feature = "metrics")]
 impl Drop for Gauged {
     fn drop(&mut self) {
-        if let Some(g) = &self.gauge {
-            g.dec();
+        if let Some((g, by)) = &self.gauge {
+            g.dec_by(*by);
         }
     }
 }

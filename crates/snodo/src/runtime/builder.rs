@@ -459,9 +459,9 @@ impl RuntimeBuilder {
                 reason: "the request state key was refused".into(),
             })?;
         #[cfg(feature = "metrics")]
-        let task_metrics = crate::tasks::TaskMetrics::new(self.metrics.clone());
+        let task_observe = crate::engine::observe::Observe::with_metrics(self.metrics.clone());
         #[cfg(not(feature = "metrics"))]
-        let task_metrics = crate::tasks::TaskMetrics::default();
+        let task_observe = crate::engine::observe::Observe::default();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -479,7 +479,7 @@ impl RuntimeBuilder {
                 pending: Arc::new(PendingRequests::default()),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
-                tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default(), task_metrics),
+                tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default(), task_observe),
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics,
                 extensions,

@@ -7,11 +7,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::builder::BuildError;
-
-/// A name index: component names are the server's own, and a lookup of a name a client
-/// sent cannot lengthen a probe sequence the server's names did not already make, so the
-/// hash need not resist flooding: foldhash rather than SipHash's rounds on every lookup.
-type Index = foldhash::HashMap<String, usize>;
 use super::components::Components;
 use super::events::Change;
 use super::param_headers::{self, ParamHeader};
@@ -22,6 +17,11 @@ use super::uri_template::UriTemplate;
 pub(crate) use super::view::{DialectView, Listing};
 use crate::model::ServerInfo;
 use crate::protocol::Dialect;
+
+/// A name index: component names are the server's own, and a lookup of a name a client
+/// sent cannot lengthen a probe sequence the server's names did not already make, so the
+/// hash need not resist flooding: foldhash rather than SipHash's rounds on every lookup.
+type Index = foldhash::HashMap<String, usize>;
 
 /// A registered tool with its compiled argument validator.
 pub(crate) struct CompiledTool {

@@ -9,7 +9,6 @@
 //! ([`RuntimeBuilder::tasks`](crate::RuntimeBuilder::tasks)).
 
 mod memory;
-mod observe;
 mod options;
 mod store;
 mod watch;
@@ -27,7 +26,6 @@ pub use store::{
 };
 pub use wire::TASKS_EXTENSION;
 
-pub(crate) use observe::TaskMetrics;
 pub(crate) use options::{Tasks, new_id, owner};
 pub(crate) use watch::TaskWatch;
 pub(crate) use worker::TaskLink;

@@ -130,8 +130,8 @@ pub(crate) struct Tasks {
     pub(crate) options: TaskOptions,
     started: OnceCell<()>,
     running: Arc<Semaphore>,
-    /// The task series, when the runtime has metrics.
-    pub(crate) metrics: super::TaskMetrics,
+    /// What the workers count their tasks into (the task series, with metrics).
+    pub(crate) observe: crate::engine::observe::Observe,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -143,13 +143,13 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
-    pub(crate) fn new(options: TaskOptions, metrics: super::TaskMetrics) -> Arc<Self> {
+    pub(crate) fn new(options: TaskOptions, observe: crate::engine::observe::Observe) -> Arc<Self> {
         let running = Arc::new(Semaphore::new(options.max_running));
         Arc::new(Self {
             options,
             started: OnceCell::new(),
             running,
-            metrics,
+            observe,
         })
     }
 

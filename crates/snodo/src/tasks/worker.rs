@@ -11,7 +11,6 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::observe::Ended;
 use super::options::Tasks;
 use super::store::{Outcome, StoreError, TaskStatus};
 use crate::protocol::RpcError;
@@ -23,6 +22,10 @@ const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// How long a worker waits for a change before it looks again (and renews its lease
 /// when due) while the store reports errors.
 const RETRY: Duration = Duration::from_millis(500);
+
+/// How a task ended whose worker stopped without storing an outcome: it expired and was
+/// deleted, or another instance took it over (the `snodo_tasks_ended_total` label).
+const LOST: &str = "lost";
 
 /// The status message of a task parked for input.
 const WAITING: &str = "Waiting for input";
@@ -70,7 +73,12 @@ impl TaskLink {
                 .map_err(|e| store_failed(&e))
         };
         park(outstanding.clone()).await?;
-        let _parked = self.tasks.metrics.parked();
+        // Waiting, not working, until the answers are in.
+        let observe = &self.tasks.observe;
+        let _parked = (
+            observe.task("working", -1),
+            observe.task("input_required", 1),
+        );
         let mut seen = 0;
         loop {
             let mut narrowed = false;
@@ -139,8 +147,8 @@ pub(crate) async fn supervise<H: Send>(
     hold: H,
 ) {
     let store = link.tasks.store();
-    let metrics = &link.tasks.metrics;
-    let _running = metrics.running();
+    let observe = &link.tasks.observe;
+    let _running = observe.task("working", 1);
     let id = &*link.id;
     let mut work = pin!(work);
     let watch = pin!(watch(&link, &cancel));
@@ -149,25 +157,25 @@ pub(crate) async fn supervise<H: Send>(
             let (message, ended) = match &outcome {
                 Outcome::Error(e) => (
                     e.get("message").and_then(Value::as_str).map(str::to_owned),
-                    Ended::Failed,
+                    "failed",
                 ),
-                Outcome::Result(_) => (None, Ended::Completed),
+                Outcome::Result(_) => (None, "completed"),
             };
             match store.finish(id, outcome, message).await {
-                Ok(true) => metrics.ended(ended),
+                Ok(true) => observe.task_ended(ended),
                 // Ended before the work did (cancelled, expired, taken over).
-                Ok(false) => metrics.ended(Ended::Lost),
+                Ok(false) => observe.task_ended(LOST),
                 Err(e) => {
-                    metrics.ended(Ended::Lost);
+                    observe.task_ended(LOST);
                     tracing::error!(task = id, error = %e, "task store: the outcome was not stored");
                 }
             }
         }
         why = watch => {
             cancel.cancel();
-            metrics.ended(match why {
-                Stopped::Cancelled => Ended::Cancelled,
-                Stopped::Gone => Ended::Lost,
+            observe.task_ended(match why {
+                Stopped::Cancelled => "cancelled",
+                Stopped::Gone => LOST,
             });
             if why == Stopped::Cancelled {
                 let message = Some("Cancelled at the client's request".to_owned());
