@@ -1,6 +1,8 @@
 """Makes MCP requests to the demo, then asks Prometheus's HTTP API for the counters.
 
-Usage: check.py MCP_PORT PROMETHEUS_PORT. Prints one line per check, then
+Then runs one task on the fixture (TASK_PORT) and asks for the task series.
+
+Usage: check.py MCP_PORT PROMETHEUS_PORT TASK_PORT. Prints one line per check, then
 "N passed, M failed"; exits 0 iff nothing failed.
 """
 
@@ -11,8 +13,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-MCP_PORT, PROM_PORT = sys.argv[1], sys.argv[2]
+MCP_PORT, PROM_PORT, TASK_PORT = sys.argv[1], sys.argv[2], sys.argv[3]
 MCP = f"http://127.0.0.1:{MCP_PORT}/mcp"
+TASKS_MCP = f"http://127.0.0.1:{TASK_PORT}/mcp"
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 PROM = f"http://127.0.0.1:{PROM_PORT}"
 V = "2026-07-28"
 CALLS = 3
@@ -41,33 +45,38 @@ def wait_http(url, seconds=30):
     return False
 
 
-def call_tool(i):
+def request(url, i, method, name, params, caps):
+    """One 2026-07-28 request (`name`: its Mcp-Name); (status, JSON body)."""
     body = {
         "jsonrpc": "2.0",
         "id": i,
-        "method": "tools/call",
+        "method": method,
         "params": {
-            "name": "search",
-            "arguments": {"query": "hello"},
+            **params,
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": V,
-                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientCapabilities": caps,
             },
         },
     }
     req = urllib.request.Request(
-        MCP,
+        url,
         data=json.dumps(body).encode(),
         headers={
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
             "MCP-Protocol-Version": V,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": "search",
+            "Mcp-Method": method,
+            "Mcp-Name": name,
         },
     )
     with urllib.request.urlopen(req, timeout=5) as r:
         return r.status, json.loads(r.read())
+
+
+def call_tool(i):
+    params = {"name": "search", "arguments": {"query": "hello"}}
+    return request(MCP, i, "tools/call", "search", params, {})
 
 
 def refused():
@@ -126,6 +135,32 @@ got = eventually(expr, float(CALLS))
 check(f"prometheus: {expr} == {CALLS}", got == float(CALLS), f"got {got}")
 got = eventually("snodo_requests_in_flight", 0.0)
 check("prometheus: snodo_requests_in_flight == 0", got == 0.0, f"got {got}")
+
+# Tasks: one slow_compute task on the fixture, seen by Prometheus while it works and
+# once it completed.
+check("the task fixture serves", wait_http(f"http://127.0.0.1:{TASK_PORT}/healthz"))
+check("prometheus scrapes the task fixture", eventually('up{job="tasks"}', 1.0) == 1.0)
+params = {"name": "slow_compute", "arguments": {"seconds": 4, "label": "lane"}}
+status, created = request(TASKS_MCP, 1, "tools/call", "slow_compute", params, TASKS)
+task_id = created.get("result", {}).get("taskId")
+check("tools/call slow_compute created a task", status == 200 and task_id, repr(created)[:300])
+expr = 'snodo_tasks_running{job="tasks",status="working"}'
+got = eventually(expr, 1.0, seconds=3.5)
+check(f"prometheus: {expr} == 1 while it works", got == 1.0, f"got {got}")
+final = None
+for i in range(2, 80):
+    _, got_task = request(TASKS_MCP, i, "tasks/get", task_id or "", {"taskId": task_id}, TASKS)
+    final = got_task.get("result", {}).get("status")
+    if final in ("completed", "failed", "cancelled"):
+        break
+    time.sleep(0.25)
+check("the task completed", final == "completed", f"status {final}")
+expr = 'snodo_tasks_ended_total{job="tasks",status="completed"}'
+got = eventually(expr, 1.0)
+check(f"prometheus: {expr} == 1", got == 1.0, f"got {got}")
+expr = 'snodo_tasks_running{job="tasks",status="working"}'
+got = eventually(expr, 0.0)
+check(f"prometheus: {expr} == 0 after", got == 0.0, f"got {got}")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
