@@ -1,10 +1,11 @@
 //! HTTP admission rules applied before any JSON is read: Host and Origin
 //! (DNS-rebinding protection), Content-Type and Accept.
 
-use http::{HeaderMap, Response, Uri, header};
+use http::{Response, Uri, header};
 
 use super::body::Body;
 use super::config::HttpConfig;
+use super::headers::{RequestHeaders, Seen};
 use super::response;
 
 /// Why a request was refused before its body was read.
@@ -56,24 +57,22 @@ fn listed(list: &[String], host: &str) -> bool {
 /// Checks Host and Origin against the allow-lists.
 pub(crate) fn check_origin(
     cfg: &HttpConfig,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
     uri: &Uri,
 ) -> Result<(), Refused> {
     if let Some(allowed) = &cfg.allowed_hosts {
-        let mut hosts = headers.get_all(header::HOST).iter();
-        let host = match (hosts.next(), hosts.next()) {
-            (Some(h), None) => h.to_str().ok().map(str::trim),
-            (None, None) => uri.authority().map(http::uri::Authority::as_str),
-            _ => None,
+        let host = match headers.host {
+            Seen::Once(h) => h.to_str().ok().map(str::trim),
+            Seen::Absent => uri.authority().map(http::uri::Authority::as_str),
+            Seen::Repeated(_) => None,
         };
         if !host.is_some_and(|h| listed(allowed, host_of(h))) {
             return Err(Refused::Host);
         }
     }
-    let mut origins = headers.get_all(header::ORIGIN).iter();
-    match (origins.next(), origins.next()) {
-        (None, _) => Ok(()),
-        (Some(o), None) => {
+    match headers.origin {
+        Seen::Absent => Ok(()),
+        Seen::Once(o) => {
             let ok = o
                 .to_str()
                 .ok()
@@ -87,15 +86,14 @@ pub(crate) fn check_origin(
                 });
             if ok { Ok(()) } else { Err(Refused::Origin) }
         }
-        _ => Err(Refused::Origins),
+        Seen::Repeated(_) => Err(Refused::Origins),
     }
 }
 
 /// Checks that the body is declared as JSON.
-pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refused> {
-    let mut values = headers.get_all(header::CONTENT_TYPE).iter();
-    let ok = match (values.next(), values.next()) {
-        (Some(v), None) => v.to_str().ok().is_some_and(|v| {
+pub(crate) fn check_content_type(headers: &RequestHeaders<'_>) -> Result<(), Refused> {
+    let ok = match headers.content_type {
+        Seen::Once(v) => v.to_str().ok().is_some_and(|v| {
             let essence = v.split(';').next().unwrap_or_default().trim();
             essence.eq_ignore_ascii_case("application/json")
         }),
@@ -109,20 +107,20 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refused> {
 }
 
 /// Checks that the client accepts both a JSON and an SSE answer (wildcards count).
-pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Refused> {
+pub(crate) fn check_accept(headers: &RequestHeaders<'_>) -> Result<(), Refused> {
     /// What MCP clients send: accepted without parsing the media ranges.
     const USUAL: [&[u8]; 2] = [
         b"application/json, text/event-stream",
         b"text/event-stream, application/json",
     ];
-    let mut values = headers.get_all(header::ACCEPT).iter();
-    if let (Some(v), None) = (values.next(), values.next()) {
+    if let Seen::Once(v) = headers.accept {
         if USUAL.contains(&v.as_bytes()) {
             return Ok(());
         }
     }
     let (mut json, mut sse) = (false, false);
     for value in headers
+        .map
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -158,14 +156,15 @@ pub(crate) fn check_accept(headers: &HeaderMap) -> Result<(), Refused> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
 
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+    /// The map, leaked for the test's duration (the scan borrows it).
+    fn headers(pairs: &[(&'static str, &'static str)]) -> RequestHeaders<'static> {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
             h.append(*k, HeaderValue::from_static(v));
         }
-        h
+        RequestHeaders::scan(Box::leak(Box::new(h)))
     }
 
     #[test]
@@ -227,5 +226,33 @@ mod tests {
             .is_err()
         );
         assert!(check_accept(&headers(&[])).is_err());
+        // Two Accept headers are one list; two Content-Type headers are refused, and
+        // so are two Hosts and two Origins.
+        let split = [
+            ("accept", "application/json"),
+            ("accept", "text/event-stream"),
+        ];
+        assert!(check_accept(&headers(&split)).is_ok());
+        let two = [
+            ("content-type", "application/json"),
+            ("content-type", "application/json"),
+        ];
+        assert!(check_content_type(&headers(&two)).is_err());
+        let uri = Uri::from_static("/mcp");
+        let cfg = HttpConfig::default();
+        let hosts = [("host", "localhost"), ("host", "localhost")];
+        assert_eq!(
+            check_origin(&cfg, &headers(&hosts), &uri),
+            Err(Refused::Host)
+        );
+        let origins = [
+            ("host", "localhost"),
+            ("origin", "http://localhost"),
+            ("origin", "http://localhost"),
+        ];
+        assert_eq!(
+            check_origin(&cfg, &headers(&origins), &uri),
+            Err(Refused::Origins)
+        );
     }
 }

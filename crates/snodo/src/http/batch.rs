@@ -8,11 +8,12 @@
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use http::{HeaderMap, Response, StatusCode};
+use http::{Response, StatusCode};
 use serde_json::value::RawValue;
 
 use super::body::Body;
 use super::exec;
+use super::headers::RequestHeaders;
 use super::response;
 use super::select;
 use super::service::{self, Shared};
@@ -28,7 +29,7 @@ pub(super) fn is_batch(body: &[u8]) -> bool {
 /// Answers a batch body.
 pub(super) async fn answer(
     shared: &std::sync::Arc<Shared>,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
     body: &[u8],
     principal: Option<Principal>,
 ) -> Response<Body> {
@@ -93,7 +94,7 @@ pub(super) async fn answer(
 /// requests cancelled while they ran).
 async fn member(
     shared: &std::sync::Arc<Shared>,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
     raw: &[u8],
     principal: Option<Principal>,
 ) -> Option<Bytes> {

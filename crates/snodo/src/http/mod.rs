@@ -6,6 +6,8 @@ mod batch;
 mod body;
 mod config;
 mod exec;
+mod head_deadline;
+mod headers;
 mod listen;
 mod response;
 mod select;

@@ -15,9 +15,10 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use http::{HeaderMap, HeaderName, StatusCode};
+use http::{HeaderName, StatusCode};
 use serde_json::Value;
 
+use super::headers::{RequestHeaders, Seen};
 use super::status;
 use crate::engine::admit::{check_meta, select_initialize};
 use crate::protocol::meta::MetaParse;
@@ -57,20 +58,17 @@ impl Rejection {
     }
 }
 
-/// Reads a header that must appear at most once, trimmed of optional whitespace.
-/// `Err` when it is repeated or not visible ASCII.
-fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, RpcError> {
-    let mut values = headers.get_all(name).iter();
-    match (values.next(), values.next()) {
-        (None, _) => Ok(None),
-        (Some(v), None) => v
-            .to_str()
-            .map(|s| Some(s.trim_matches([' ', '\t'])))
-            .map_err(|_| RpcError::header_mismatch(format!("Header {name} is malformed"))),
-        _ => Err(RpcError::header_mismatch(format!(
-            "Header {name} is repeated"
-        ))),
+/// A tool's `Mcp-Param-{Name}` header (a lookup: only tools that mirror arguments have
+/// them), read as [`Seen::single`] reads the others.
+fn param_header<'h>(
+    headers: &RequestHeaders<'h>,
+    name: &HeaderName,
+) -> Result<Option<&'h str>, RpcError> {
+    let mut seen = Seen::Absent;
+    for value in headers.map.get_all(name) {
+        seen.add(value);
     }
+    seen.single(name)
 }
 
 /// Decodes the `=?base64?…?=` sentinel form of a mirrored header value.
@@ -94,7 +92,7 @@ fn decode_header_value<'h>(name: &str, raw: &'h str) -> Result<Cow<'h, str>, Rpc
 /// Admits a request: chooses its dialect and applies that dialect's rules.
 pub(crate) fn admit_request(
     runtime: &Runtime,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
     id: &RequestId,
     method_name: &str,
     params: Option<SplitParams<'_>>,
@@ -109,7 +107,10 @@ pub(crate) fn admit_request(
     } = params.unwrap_or_default();
     let params = MethodParams::read(method, rest);
     let catalogue = runtime.catalogue();
-    let header = single(headers, &PROTOCOL_VERSION).map_err(fail)?;
+    let header = headers
+        .protocol_version
+        .single(&PROTOCOL_VERSION)
+        .map_err(fail)?;
     let body_version = meta
         .as_ref()
         .and_then(|m| m.meta.protocol_version.as_deref());
@@ -212,13 +213,13 @@ fn initialize_unsupported(
 /// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
 fn check_stateless(
     catalogue: &Catalogue,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
     method: Method,
     method_name: &str,
     meta: Option<&MetaParse>,
     (params, arguments): (&MethodParams, Option<&Value>),
 ) -> Result<(), RpcError> {
-    match single(headers, &MCP_METHOD)? {
+    match headers.mcp_method.single(&MCP_METHOD)? {
         None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
         Some(h) if h != method_name => {
             return Err(RpcError::header_mismatch(format!(
@@ -229,7 +230,9 @@ fn check_stateless(
     }
     check_meta(meta)?;
     if let Some(field) = method.name_field() {
-        let header = single(headers, &MCP_NAME)?
+        let header = headers
+            .mcp_name
+            .single(&MCP_NAME)?
             .ok_or_else(|| RpcError::header_mismatch("Missing Mcp-Name header"))?;
         let header = decode_header_value("Mcp-Name", header)?;
         if let Some(body) = params.target() {
@@ -245,7 +248,7 @@ fn check_stateless(
         for p in tool.map(|t| t.param_headers.as_slice()).unwrap_or_default() {
             let name = HeaderName::from_bytes(format!("mcp-param-{}", p.name).as_bytes())
                 .map_err(|_| RpcError::header_mismatch("Invalid Mcp-Param header name"))?;
-            let header = single(headers, &name)?
+            let header = param_header(headers, &name)?
                 .map(|h| decode_header_value(name.as_str(), h))
                 .transpose()?;
             p.check(arguments, header.as_deref())?;
@@ -258,9 +261,12 @@ fn check_stateless(
 /// header-less request is taken to speak; it must be a revision with batches.
 pub(crate) fn admit_batch(
     runtime: &Runtime,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
+    let header = headers
+        .protocol_version
+        .single(&PROTOCOL_VERSION)
+        .map_err(Rejection::admission)?;
     let dialect = match header {
         None => runtime.headerless_dialect(),
         Some(h) => Some(runtime.dialect(h).ok_or_else(|| {
@@ -281,9 +287,12 @@ pub(crate) fn admit_batch(
 /// What to do with a notification: the dialect it belongs to.
 pub(crate) fn admit_notification(
     runtime: &Runtime,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = single(headers, &PROTOCOL_VERSION).map_err(Rejection::admission)?;
+    let header = headers
+        .protocol_version
+        .single(&PROTOCOL_VERSION)
+        .map_err(Rejection::admission)?;
     match header {
         // Header rules for notification POSTs are not defined in 2026-07-28; a client
         // of the revision without the header (2025-03-26) sends none.
@@ -302,7 +311,7 @@ pub(crate) fn admit_notification(
 /// A JSON-RPC response POSTed by the client: only initialize-era clients send those.
 pub(crate) fn admit_response(
     runtime: &Runtime,
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
     let dialect = admit_notification(runtime, headers)?;
     if dialect.is_stateless() {
@@ -331,10 +340,13 @@ mod tests {
             decode_header_value("n", "plain").ok().as_deref(),
             Some("plain")
         );
-        let mut h = HeaderMap::new();
-        h.append("mcp-name", http::HeaderValue::from_static("  echo\t"));
-        assert_eq!(single(&h, &MCP_NAME).ok().flatten(), Some("echo"));
-        h.append("mcp-name", http::HeaderValue::from_static("echo"));
-        assert!(single(&h, &MCP_NAME).is_err());
+        let mut h = http::HeaderMap::new();
+        h.append("mcp-param-x", http::HeaderValue::from_static("  echo\t"));
+        let name = HeaderName::from_static("mcp-param-x");
+        let seen = RequestHeaders::scan(&h);
+        assert_eq!(param_header(&seen, &name).ok().flatten(), Some("echo"));
+        h.append("mcp-param-x", http::HeaderValue::from_static("echo"));
+        let seen = RequestHeaders::scan(&h);
+        assert!(param_header(&seen, &name).is_err());
     }
 }

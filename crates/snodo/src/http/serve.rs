@@ -12,12 +12,13 @@ use futures_util::future::BoxFuture;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use super::body::Body;
 use super::config::HttpConfig;
+use super::head_deadline::{HeadDeadline, Tracked};
 use super::response;
 use super::service::McpService;
 use crate::runtime::Runtime;
@@ -121,10 +122,9 @@ impl Server {
         // HTTP/1.1 only: every limit below applies to it (MCP clients speak HTTP/1.1;
         // put a proxy in front for HTTP/2 or TLS).
         let mut builder = http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(cfg.header_read_timeout)
-            .max_headers(cfg.max_headers);
+        // The head read deadline is the connection's own (`head_deadline`), not hyper's
+        // `header_read_timeout`, which arms a timer per request.
+        builder.max_headers(cfg.max_headers);
         let head_timeout = cfg.header_read_timeout;
         tokio::pin!(shutdown);
         loop {
@@ -149,21 +149,28 @@ impl Server {
             let _ = stream.set_nodelay(true);
             let service = self.service.clone();
             let routes = Arc::clone(&self.routes);
-            let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                let service = service.clone();
-                let routes = Arc::clone(&routes);
-                async move {
-                    let resp = match req.uri().path() {
-                        ENDPOINT_PATH => service.handle(req).await,
-                        HEALTH_PATH => response::healthy(),
-                        path => match routes.get(path) {
-                            Some(route) => route(req.into_parts().0).await,
-                            None => response::not_found(),
-                        },
-                    };
-                    Ok::<_, std::convert::Infallible>(resp)
-                }
-            });
+            let deadline = HeadDeadline::new(head_timeout);
+            let svc = {
+                let deadline = Arc::clone(&deadline);
+                service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let service = service.clone();
+                    let routes = Arc::clone(&routes);
+                    let answering = deadline.begin();
+                    async move {
+                        let resp = match req.uri().path() {
+                            ENDPOINT_PATH => service.handle(req).await,
+                            HEALTH_PATH => response::healthy(),
+                            path => match routes.get(path) {
+                                Some(route) => route(req.into_parts().0).await,
+                                None => response::not_found(),
+                            },
+                        };
+                        Ok::<_, std::convert::Infallible>(
+                            resp.map(|body| Tracked::new(body, answering)),
+                        )
+                    }
+                })
+            };
             let builder = builder.clone();
             let watcher = graceful.watcher();
             tokio::spawn(async move {
@@ -174,8 +181,20 @@ impl Server {
                     _ => return,
                 }
                 let conn = watcher.watch(builder.serve_connection(TokioIo::new(stream), svc));
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "connection ended with an error");
+                // The connection runs in a task of its own, so that its requests never
+                // poll the deadline; this task wakes only at the deadline or at its end.
+                let mut serving = tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+                tokio::select! {
+                    _ = &mut serving => {}
+                    () = deadline.expired() => {
+                        tracing::debug!("closing a connection that sent no request head in time");
+                        serving.abort();
+                        let _ = serving.await;
+                    }
                 }
                 drop(permit);
             });

@@ -16,11 +16,12 @@ use super::batch;
 use super::body::Body;
 use super::config::HttpConfig;
 use super::exec;
+use super::headers::{RequestHeaders, Seen};
 use super::listen;
 use super::response;
 use super::select::{self, Rejection};
 use crate::engine::observe::{Record, Transport};
-use crate::engine::trace::{TRACEPARENT, TRACESTATE, TraceContext};
+use crate::engine::trace::{TRACESTATE, TraceContext};
 use crate::engine::{self, Engine, Limits};
 use serde_json::value::RawValue;
 
@@ -142,9 +143,13 @@ impl McpService {
                     if let Some(r) = record.as_mut() {
                         r.method_name("(batch)");
                     }
-                    return Ok(
-                        batch::answer(&self.shared, &parts.headers, &bytes, principal).await,
-                    );
+                    return Ok(batch::answer(
+                        &self.shared,
+                        &RequestHeaders::scan(&parts.headers),
+                        &bytes,
+                        principal,
+                    )
+                    .await);
                 }
                 self.admit(&parts, &bytes, principal, record)?
             };
@@ -195,10 +200,21 @@ impl McpService {
                 return Err(response::method_not_allowed());
             }
             let (parts, body) = req.into_parts();
-            admission::check_origin(cfg, &parts.headers, &parts.uri)
-                .and_then(|()| admission::check_content_type(&parts.headers))
-                .and_then(|()| admission::check_accept(&parts.headers))
-                .map_err(admission::Refused::response)?;
+            // (The scan's borrows end before the first await: it is not kept in the
+            // future's state.)
+            let too_large = {
+                let headers = RequestHeaders::scan(&parts.headers);
+                admission::check_origin(cfg, &headers, &parts.uri)
+                    .and_then(|()| admission::check_content_type(&headers))
+                    .and_then(|()| admission::check_accept(&headers))
+                    .map_err(admission::Refused::response)?;
+                headers
+                    .content_length
+                    .first()
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|l| l.parse::<usize>().ok())
+                    .is_some_and(|l| l > cfg.max_body_bytes)
+            };
             let principal = match &cfg.authenticator {
                 None => None,
                 Some(auth) => auth
@@ -206,14 +222,7 @@ impl McpService {
                     .await
                     .map_err(|r| response::auth_rejected(&r))?,
             };
-            let declared = parts
-                .headers
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok());
-            if declared
-                .and_then(|l| l.parse::<usize>().ok())
-                .is_some_and(|l| l > cfg.max_body_bytes)
-            {
+            if too_large {
                 return Err(response::payload_too_large());
             }
             let collected = tokio::time::timeout(
@@ -251,17 +260,19 @@ impl McpService {
     ) -> Result<Next, Response<Body>> {
         let incoming = parse_body(bytes).map_err(reject)?;
         let runtime = &self.shared.engine.runtime;
+        let headers = RequestHeaders::scan(&parts.headers);
         match incoming {
             Incoming::Request { id, method, params } => {
-                let call = select::admit_request(runtime, &parts.headers, &id, &method, params)
-                    .map_err(|rejection| {
+                let call = select::admit_request(runtime, &headers, &id, &method, params).map_err(
+                    |rejection| {
                         // An admitted request's record learns its method from the call.
                         if let Some(r) = record.as_mut() {
                             r.method_name(&method);
                             r.error(&rejection.error);
                         }
                         reject(rejection)
-                    })?;
+                    },
+                )?;
                 if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
                     if let Some(r) = record.as_mut() {
                         r.admitted(&id, &call, principal.as_ref());
@@ -275,21 +286,21 @@ impl McpService {
                             response::failure(&id, Some(call.dialect), f)
                         });
                 }
-                let trace = trace_parent(&parts.headers);
+                let trace = trace_parent(&headers);
                 Ok(Next::Execute(id, call, principal, trace))
             }
             Incoming::Notification { method, params } => {
                 if let Some(r) = record.as_mut() {
                     r.method_name(&method);
                 }
-                select::admit_notification(runtime, &parts.headers).map_err(reject)?;
+                select::admit_notification(runtime, &headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
                     engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
                 }
                 Ok(Next::Answered(response::accepted()))
             }
             Incoming::Response { id, result, error } => {
-                select::admit_response(runtime, &parts.headers).map_err(reject)?;
+                select::admit_response(runtime, &headers).map_err(reject)?;
                 deliver(runtime, id, result, error);
                 Ok(Next::Answered(response::accepted()))
             }
@@ -310,14 +321,13 @@ enum Next {
 }
 
 /// The W3C `traceparent`/`tracestate` headers, if well-formed (one `traceparent`).
-pub(super) fn trace_parent(headers: &http::HeaderMap) -> Option<TraceContext> {
-    let mut parents = headers.get_all(TRACEPARENT).iter();
-    let (Some(parent), None) = (parents.next(), parents.next()) else {
+pub(super) fn trace_parent(headers: &RequestHeaders<'_>) -> Option<TraceContext> {
+    let Seen::Once(parent) = headers.traceparent else {
         return None;
     };
     // Several `tracestate` headers are one list (W3C), joined with commas.
     let mut state = String::new();
-    for v in headers.get_all(TRACESTATE) {
+    for v in headers.map.get_all(TRACESTATE) {
         if let Ok(v) = v.to_str() {
             if !state.is_empty() {
                 state.push(',');
