@@ -338,7 +338,8 @@ impl Execution {
             };
             trace::record_error(&self.span, error_type.as_deref());
         }
-        if let Some(mut r) = self.record.take() {
+        // The record is emitted in place (dropped where it is, not moved out first).
+        if let Some(r) = self.record.as_mut() {
             match ended {
                 Ended::Done(Ok(result)) if result.is_tool_error() => {
                     r.outcome = Outcome::ToolError;
@@ -364,6 +365,7 @@ impl Execution {
                 r.status = Some(s);
             }
         }
+        self.record = None;
         message
     }
 

@@ -357,23 +357,28 @@ impl Drop for Record {
         if !self.log {
             return;
         }
-        let summary = RequestSummary {
-            transport: self.transport.as_str(),
-            method: self.method,
-            method_name: self.method_name.take(),
-            name: self.name.take(),
-            dialect: self.dialect,
-            principal: self.principal.take(),
-            id: self.id.take(),
-            outcome: self.outcome.as_str(),
-            code: self.code,
-            status: self.status,
-            limit: self.limit,
-            duration_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
-            bytes_in: self.bytes_in as u64,
-            bytes_out: self.bytes_out as u64,
+        // Written field by field into the thread's summary: no summary is built here
+        // and moved there (three copies of it per request, before).
+        let fill = |s: &mut RequestSummary| {
+            s.transport = self.transport.as_str();
+            s.method = self.method;
+            s.method_name = self.method_name.take();
+            s.name = self.name.take();
+            s.dialect = self.dialect;
+            s.principal = self.principal.take();
+            s.id = self.id.take();
+            s.outcome = self.outcome.as_str();
+            s.code = self.code;
+            s.status = self.status;
+            s.limit = self.limit;
+            s.duration_us = elapsed
+                .as_secs()
+                .saturating_mul(1_000_000)
+                .saturating_add(u64::from(elapsed.subsec_micros()));
+            s.bytes_in = self.bytes_in as u64;
+            s.bytes_out = self.bytes_out as u64;
         };
-        summary.lend(|s| {
+        RequestSummary::lend_filled(fill, |s| {
             // The id is one field, `id`, with the type the client sent: a number as a
             // number, a string as a string (two declarations of the same name, one of
             // them empty; both are cheaper to record than a `Display` value). The

@@ -14,7 +14,20 @@ use crate::protocol::{Method, RequestId};
 use crate::runtime::context::Principal;
 
 thread_local! {
-    static CURRENT: RefCell<Option<RequestSummary>> = const { RefCell::new(None) };
+    /// This thread's summary: written in place for each request event (its storage
+    /// stays, so nothing of it is moved or copied whole) and lent while `lent`.
+    static CURRENT: RefCell<Slot> = const {
+        RefCell::new(Slot {
+            lent: false,
+            summary: None,
+        })
+    };
+}
+
+/// The thread's summary and whether a request event is being dispatched with it.
+struct Slot {
+    lent: bool,
+    summary: Option<RequestSummary>,
 }
 
 /// One value of a request event's field.
@@ -59,7 +72,11 @@ impl RequestSummary {
     /// assert!(snodo::RequestSummary::with_current(|_| ()).is_none());
     /// ```
     pub fn with_current<R>(f: impl FnOnce(&RequestSummary) -> R) -> Option<R> {
-        CURRENT.with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(f)))
+        CURRENT.with(|c| {
+            c.try_borrow()
+                .ok()
+                .and_then(|slot| slot.summary.as_ref().filter(|_| slot.lent).map(f))
+        })
     }
 
     /// The event's fields in the order the event declares them, the absent ones left
@@ -188,25 +205,39 @@ impl RequestSummary {
         }
     }
 
-    /// Lends this summary to the layers while `emit` dispatches the event (which reads
-    /// its fields from the summary it is handed).
-    pub(crate) fn lend(self, emit: impl FnOnce(&RequestSummary)) {
+    /// Lets `fill` write the summary of a request event into this thread's summary
+    /// (its owned fields are empty when `fill` is called), lends it to the layers while
+    /// `emit` dispatches the event (which reads its fields from the summary it is
+    /// handed), then empties its owned fields again.
+    pub(crate) fn lend_filled(
+        fill: impl FnOnce(&mut RequestSummary),
+        emit: impl FnOnce(&RequestSummary),
+    ) {
         CURRENT.with(|c| {
             let Ok(mut slot) = c.try_borrow_mut() else {
-                // Only while a layer handles a request event can the slot be borrowed;
+                // Only while a layer handles a request event is the slot borrowed;
                 // records are not dropped there.
-                emit(&self);
+                let mut own = RequestSummary::default();
+                fill(&mut own);
+                emit(&own);
                 return;
             };
-            *slot = Some(self);
+            fill(slot.summary.get_or_insert_with(RequestSummary::default));
+            slot.lent = true;
             drop(slot);
             if let Ok(slot) = c.try_borrow() {
-                if let Some(s) = slot.as_ref() {
+                if let Some(s) = &slot.summary {
                     emit(s);
                 }
             }
             if let Ok(mut slot) = c.try_borrow_mut() {
-                slot.take();
+                slot.lent = false;
+                if let Some(s) = slot.summary.as_mut() {
+                    s.method_name = None;
+                    s.name = None;
+                    s.principal = None;
+                    s.id = None;
+                }
             }
         });
     }
