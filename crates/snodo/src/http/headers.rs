@@ -8,7 +8,7 @@
 //! rare lookups (every value of a repeated `Accept`, `tracestate` beside a
 //! `traceparent`, a tool's `Mcp-Param-*` headers) still go to the map.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use crate::protocol::RpcError;
 
@@ -92,18 +92,26 @@ impl<'h> RequestHeaders<'h> {
             traceparent: Seen::Absent,
         };
         for (name, value) in map {
-            // Header names are lower case in a `HeaderMap`.
-            let slot = match name.as_str() {
-                "host" => &mut seen.host,
-                "origin" => &mut seen.origin,
-                "content-type" => &mut seen.content_type,
-                "content-length" => &mut seen.content_length,
-                "accept" => &mut seen.accept,
-                "mcp-protocol-version" => &mut seen.protocol_version,
-                "mcp-method" => &mut seen.mcp_method,
-                "mcp-name" => &mut seen.mcp_name,
-                "traceparent" => &mut seen.traceparent,
-                _ => continue,
+            // A standard name is compared as the small number it is; only the others
+            // are compared as text (lower case in a `HeaderMap`).
+            let slot = if *name == header::HOST {
+                &mut seen.host
+            } else if *name == header::CONTENT_TYPE {
+                &mut seen.content_type
+            } else if *name == header::CONTENT_LENGTH {
+                &mut seen.content_length
+            } else if *name == header::ACCEPT {
+                &mut seen.accept
+            } else if *name == header::ORIGIN {
+                &mut seen.origin
+            } else {
+                match name.as_str() {
+                    "mcp-protocol-version" => &mut seen.protocol_version,
+                    "mcp-method" => &mut seen.mcp_method,
+                    "mcp-name" => &mut seen.mcp_name,
+                    "traceparent" => &mut seen.traceparent,
+                    _ => continue,
+                }
             };
             slot.add(value);
         }

@@ -70,8 +70,9 @@ impl LogLevel {
 /// The parsed `params._meta` of one request.
 #[derive(Clone, Debug, Default)]
 pub struct RequestMeta {
-    /// `io.modelcontextprotocol/protocolVersion`, when present.
-    pub protocol_version: Option<String>,
+    /// `io.modelcontextprotocol/protocolVersion`, when present: a revision snodo knows
+    /// is borrowed from its dialect (nothing allocated per request), any other text owned.
+    pub protocol_version: Option<Cow<'static, str>>,
     /// `io.modelcontextprotocol/clientCapabilities`, when present (always an object).
     pub client_capabilities: Option<Map<String, Value>>,
     /// `io.modelcontextprotocol/clientInfo`, when present: an object with string
@@ -125,7 +126,7 @@ impl RequestMeta {
                         "{PROTOCOL_VERSION_KEY} must be a string"
                     )));
                 };
-                self.protocol_version = Some(s);
+                self.protocol_version = Some(version_text(Cow::Owned(s)));
             }
             CLIENT_CAPABILITIES_KEY => {
                 let Value::Object(caps) = value else {
@@ -310,6 +311,20 @@ impl<'de> Visitor<'de> for MetaVisitor {
         };
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let accepted = match &*key.0 {
+                // Read from the text as it is (a known revision allocates nothing); any
+                // other JSON type is refused as `accept` refuses it.
+                PROTOCOL_VERSION_KEY => {
+                    out.has_version = true;
+                    match map.next_value::<StringOrOther<'de>>()?.0 {
+                        Some(text) => {
+                            out.meta.protocol_version = Some(version_text(text));
+                            Ok(())
+                        }
+                        None => Err(RpcError::invalid_params(format!(
+                            "{PROTOCOL_VERSION_KEY} must be a string"
+                        ))),
+                    }
+                }
                 // Kept as text: parsed into a tree only if the application reads it.
                 CLIENT_INFO_KEY => {
                     let raw: Box<RawValue> = map.next_value()?;
@@ -330,6 +345,66 @@ impl<'de> Visitor<'de> for MetaVisitor {
     }
 
     super::params::not_an_object!(MetaParse, MetaParse::not_an_object());
+}
+
+/// A protocol version as kept: the known revision's own text, or the text sent.
+fn version_text(sent: Cow<'_, str>) -> Cow<'static, str> {
+    match super::ALL.iter().find(|d| d.version() == sent) {
+        Some(d) => Cow::Borrowed(d.version()),
+        None => Cow::Owned(sent.into_owned()),
+    }
+}
+
+/// A JSON string (borrowed from the request text when it has no escapes), or `None`
+/// for a value of any other type (read and dropped).
+struct StringOrOther<'de>(Option<Cow<'de, str>>);
+
+impl<'de> Deserialize<'de> for StringOrOther<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StringOrOther<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(StringOrOther(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(StringOrOther(Some(Cow::Owned(s.to_owned()))))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(StringOrOther(Some(Cow::Owned(s))))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(StringOrOther(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(StringOrOther(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(StringOrOther(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(StringOrOther(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(StringOrOther(None))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(StringOrOther(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(StringOrOther(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// An object key, borrowed from the request text when it has no escapes.
@@ -361,6 +436,35 @@ impl<'de> Deserialize<'de> for Key<'de> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The version is read in place: a known revision borrows its dialect's text, an
+    /// unknown one is kept as sent, and a value of another type is refused as before.
+    #[test]
+    fn the_protocol_version_is_read_without_a_copy() {
+        let read = |meta: &str| {
+            let p: MetaParse = serde_json::from_str(meta).unwrap_or_default();
+            p
+        };
+        let known = read(r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#);
+        assert!(matches!(
+            known.meta.protocol_version,
+            Some(Cow::Borrowed("2026-07-28"))
+        ));
+        assert!(known.has_version && known.error.is_none());
+        let other = read(r#"{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}"#);
+        assert_eq!(other.meta.protocol_version.as_deref(), Some("2099-01-01"));
+        for bad in ["1", "true", "null", "[1,[2]]", r#"{"a":{"b":1}}"#] {
+            let p = read(&format!(
+                r#"{{"io.modelcontextprotocol/protocolVersion":{bad},"x":1}}"#
+            ));
+            assert!(p.has_version, "{bad}");
+            assert!(p.meta.protocol_version.is_none(), "{bad}");
+            let e = p.error.map(|e| e.message().to_owned()).unwrap_or_default();
+            assert!(e.contains("must be a string"), "{bad}: {e}");
+            // The members after it are still read.
+            assert!(p.meta.other.contains_key("x"), "{bad}");
+        }
+    }
 
     #[test]
     fn the_client_info_scan_agrees_with_the_serde_check() {
