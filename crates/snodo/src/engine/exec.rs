@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::Engine;
@@ -105,7 +105,9 @@ pub(crate) struct Execution {
     work: Option<Work>,
     rx: Option<mpsc::Receiver<Bytes>>,
     cancel: CancellationToken,
-    guard: Option<DropGuard>,
+    /// Dropping the execution cancels it, until it ended (a drop guard was one more
+    /// handle of the token: a clone and a drop, each under the token's lock).
+    armed: bool,
     /// The execution slot and the cancellation registration, released when it ends.
     held: Option<(Option<Registration>, OwnedSemaphorePermit)>,
     /// Emitted when the execution ends (cancelled, unless [`finish`](Self::finish)
@@ -277,14 +279,13 @@ impl Execution {
         } else {
             Box::pin(work.instrument(span.clone()))
         };
-        let guard = cancel.clone().drop_guard();
         Self {
             id,
             dialect,
             work: Some(work),
             rx,
             cancel,
-            guard: Some(guard),
+            armed: true,
             held: Some((registration, slot)),
             record,
             span,
@@ -310,9 +311,7 @@ impl Execution {
             biased;
             ended = work => {
                 self.work = None;
-                if let Some(g) = self.guard.take() {
-                    g.disarm();
-                }
+                self.armed = false;
                 self.held = None;
                 Step::Ended(ended)
             }
@@ -382,11 +381,19 @@ impl Execution {
 
     /// The client went away: cancels, and lets the handler wind down.
     pub(crate) async fn abandon(mut self) {
-        if let Some(g) = self.guard.take() {
-            g.disarm().cancel();
+        if std::mem::take(&mut self.armed) {
+            self.cancel.cancel();
         }
         if let Some(work) = self.work.take() {
             let _ = work.await;
+        }
+    }
+}
+
+impl Drop for Execution {
+    fn drop(&mut self) {
+        if self.armed {
+            self.cancel.cancel();
         }
     }
 }

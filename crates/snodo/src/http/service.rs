@@ -138,20 +138,20 @@ impl McpService {
             // below is all it keeps across its await (a local borrowed in an `async fn` keeps
             // its place in the future's state until its scope ends).
             let next = {
-                let (parts, bytes, principal) = self.read(req, record).await?;
+                if req.method() != HttpMethod::POST {
+                    return Err(response::method_not_allowed());
+                }
+                let (parts, body) = req.into_parts();
+                // One walk over the headers for every step below.
+                let headers = RequestHeaders::scan(&parts.headers);
+                let (bytes, principal) = self.read(&parts, &headers, body, record).await?;
                 if batch::is_batch(&bytes) {
                     if let Some(r) = record.as_mut() {
                         r.method_name("(batch)");
                     }
-                    return Ok(batch::answer(
-                        &self.shared,
-                        &RequestHeaders::scan(&parts.headers),
-                        &bytes,
-                        principal,
-                    )
-                    .await);
+                    return Ok(batch::answer(&self.shared, &headers, &bytes, principal).await);
                 }
-                self.admit(&parts, &bytes, principal, record)?
+                self.admit(&headers, &bytes, principal, record)?
             };
             // (`next` moves whole into a plain fn: a value destructured here would keep its
             // place in this future's state.)
@@ -185,40 +185,30 @@ impl McpService {
     )]
     fn read<'a, B>(
         &'a self,
-        req: Request<B>,
+        parts: &'a http::request::Parts,
+        headers: &'a RequestHeaders<'a>,
+        body: B,
         record: &'a mut Option<Record>,
-    ) -> impl Future<
-        Output = Result<(http::request::Parts, Bytes, Option<Principal>), Response<Body>>,
-    > + Send
-    + 'a
+    ) -> impl Future<Output = Result<(Bytes, Option<Principal>), Response<Body>>> + Send + 'a
     where
         B: RequestBody,
     {
         async move {
             let cfg = &self.shared.config;
-            if req.method() != HttpMethod::POST {
-                return Err(response::method_not_allowed());
-            }
-            let (parts, body) = req.into_parts();
-            // (The scan's borrows end before the first await: it is not kept in the
-            // future's state.)
-            let too_large = {
-                let headers = RequestHeaders::scan(&parts.headers);
-                admission::check_origin(cfg, &headers, &parts.uri)
-                    .and_then(|()| admission::check_content_type(&headers))
-                    .and_then(|()| admission::check_accept(&headers))
-                    .map_err(admission::Refused::response)?;
-                headers
-                    .content_length
-                    .first()
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|l| l.parse::<usize>().ok())
-                    .is_some_and(|l| l > cfg.max_body_bytes)
-            };
+            admission::check_origin(cfg, headers, &parts.uri)
+                .and_then(|()| admission::check_content_type(headers))
+                .and_then(|()| admission::check_accept(headers))
+                .map_err(admission::Refused::response)?;
+            let too_large = headers
+                .content_length
+                .first()
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| l.parse::<usize>().ok())
+                .is_some_and(|l| l > cfg.max_body_bytes);
             let principal = match &cfg.authenticator {
                 None => None,
                 Some(auth) => auth
-                    .authenticate(&parts)
+                    .authenticate(parts)
                     .await
                     .map_err(|r| response::auth_rejected(&r))?,
             };
@@ -242,7 +232,7 @@ impl McpService {
             if let Some(r) = record.as_mut() {
                 r.set_bytes_in(bytes.len());
             }
-            Ok((parts, bytes, principal))
+            Ok((bytes, principal))
         }
     }
 
@@ -253,17 +243,16 @@ impl McpService {
     )]
     fn admit(
         &self,
-        parts: &http::request::Parts,
+        headers: &RequestHeaders<'_>,
         bytes: &[u8],
         principal: Option<Principal>,
         record: &mut Option<Record>,
     ) -> Result<Next, Response<Body>> {
         let incoming = parse_body(bytes).map_err(reject)?;
         let runtime = &self.shared.engine.runtime;
-        let headers = RequestHeaders::scan(&parts.headers);
         match incoming {
             Incoming::Request { id, method, params } => {
-                let call = select::admit_request(runtime, &headers, &id, &method, params).map_err(
+                let call = select::admit_request(runtime, headers, &id, &method, params).map_err(
                     |rejection| {
                         // An admitted request's record learns its method from the call.
                         if let Some(r) = record.as_mut() {
@@ -286,21 +275,21 @@ impl McpService {
                             response::failure(&id, Some(call.dialect), f)
                         });
                 }
-                let trace = trace_parent(&headers);
+                let trace = trace_parent(headers);
                 Ok(Next::Execute(id, call, principal, trace))
             }
             Incoming::Notification { method, params } => {
                 if let Some(r) = record.as_mut() {
                     r.method_name(&method);
                 }
-                select::admit_notification(runtime, &headers).map_err(reject)?;
+                select::admit_notification(runtime, headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
                     engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
                 }
                 Ok(Next::Answered(response::accepted()))
             }
             Incoming::Response { id, result, error } => {
-                select::admit_response(runtime, &headers).map_err(reject)?;
+                select::admit_response(runtime, headers).map_err(reject)?;
                 deliver(runtime, id, result, error);
                 Ok(Next::Answered(response::accepted()))
             }
