@@ -201,4 +201,5 @@ echo
 cat "$OUT_DIR/header.txt"
 python3 "$HERE/compare.py" "$RAW" --mem "$OUT_DIR/mem.jsonl" \
   ${COLD_OUT:+$( [ -s "$COLD_OUT" ] && echo --cold "$COLD_OUT")} | tee "$OUT_DIR/table.txt"
-[ -s "$OUT_DIR/cold.txt" ] && cat "$OUT_DIR/cold.txt"
+# (an `if`: as a last `[ … ] &&` it made the script exit 1 whenever COLD=0)
+if [ -s "$OUT_DIR/cold.txt" ]; then cat "$OUT_DIR/cold.txt"; fi
