@@ -131,7 +131,7 @@ pub(crate) fn inline(
         check_meta(meta.as_ref()).map_err(fail)?;
     }
     let meta = meta
-        .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
+        .map_or_else(|| Ok(RequestMeta::default()), MetaParse::into_result)
         .map_err(fail)?;
     Ok(Admitted {
         call: Call {

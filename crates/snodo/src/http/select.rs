@@ -178,7 +178,7 @@ pub(crate) fn admit_request(
         dialect
     };
     let meta = meta
-        .map_or(Ok(RequestMeta::default()), MetaParse::into_result)
+        .map_or_else(|| Ok(RequestMeta::default()), MetaParse::into_result)
         .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
     Ok(Call {
         dialect,

@@ -22,12 +22,19 @@ impl Router<'_> {
         let principal = ctx.principal().cloned();
         // The scope is only formatted when a requestState is opened or sealed.
         let scope = |call: &Call| round_scope(call, principal.as_ref());
-        let (ctx, app) = if stateless {
-            let contents = self.open_round(call, scope)?;
-            let app = contents.app.clone();
-            (ctx.with_round(contents.answers, contents.app), app)
-        } else {
-            (ctx, None)
+        // (No `let` for the round: a local named here would keep its place in this
+        // future's state across the awaits below, and push the boxed execution over
+        // glibc's per-thread cache size, 1 KiB.)
+        let (ctx, app) = match stateless
+            .then(|| self.open_round(call, scope))
+            .transpose()?
+            .flatten()
+        {
+            Some(contents) => {
+                let app = contents.app.clone();
+                (ctx.with_round(contents.answers, contents.app), app)
+            }
+            None => (ctx, None),
         };
         let outcome = match call.method {
             Method::ToolsCall => self.call_tool(call, ctx.clone()).await,
@@ -47,13 +54,16 @@ impl Router<'_> {
     }
 
     /// Reads `inputResponses` and verifies `requestState`; the answers of this round
-    /// and earlier ones, merged.
+    /// and earlier ones, merged (`None` for a first round: neither was sent).
     fn open_round(
         &self,
         call: &Call,
         scope: impl Fn(&Call) -> String,
-    ) -> Result<StateContents, RpcError> {
+    ) -> Result<Option<StateContents>, RpcError> {
         let (state, responses) = call.params.interactive()?.rounds.open()?;
+        if state.is_none() && responses.is_none() {
+            return Ok(None);
+        }
         let mut contents = match state {
             None => StateContents::default(),
             Some(s) => self.runtime.signer().open(&scope(call), s)?,
@@ -61,7 +71,7 @@ impl Router<'_> {
         for (k, v) in responses.into_iter().flatten() {
             contents.answers.insert(k.clone(), v.clone());
         }
-        Ok(contents)
+        Ok(Some(contents))
     }
 
     /// `{"resultType":"input_required","inputRequests":…,"requestState":…}`.

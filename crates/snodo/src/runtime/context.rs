@@ -133,8 +133,9 @@ pub(crate) struct ContextInit {
 struct Inner {
     init: ContextInit,
     last_progress: Mutex<Option<f64>>,
-    /// 2026-07-28: answers from `inputResponses` and earlier rounds.
-    answers: Mutex<Map<String, Value>>,
+    /// 2026-07-28: answers from `inputResponses` and earlier rounds (`None` until there
+    /// are any: most requests have none, and an empty map costs a drop).
+    answers: Mutex<Option<Map<String, Value>>>,
     /// 2026-07-28: the application state of an earlier round.
     app_state: Option<Value>,
     /// The task this context runs as the worker of (tasks extension).
@@ -177,12 +178,12 @@ struct LogParams<'a, D> {
 
 impl RequestContext {
     pub(crate) fn new(init: ContextInit) -> Self {
-        Self::with_answers(init, Map::new(), None)
+        Self::with_answers(init, None, None)
     }
 
     pub(crate) fn with_answers(
         init: ContextInit,
-        answers: Map<String, Value>,
+        answers: Option<Map<String, Value>>,
         app_state: Option<Value>,
     ) -> Self {
         Self {
@@ -206,12 +207,12 @@ impl RequestContext {
     ) -> Self {
         match Arc::get_mut(&mut self.inner) {
             Some(inner) => {
-                inner.answers = Mutex::new(answers);
+                inner.answers = Mutex::new(Some(answers));
                 inner.app_state = app_state;
                 self
             }
             // Shared already (not on the router's path): a context of its own.
-            None => Self::with_answers(self.inner.init.clone(), answers, app_state),
+            None => Self::with_answers(self.inner.init.clone(), Some(answers), app_state),
         }
     }
 
@@ -236,7 +237,7 @@ impl RequestContext {
                     trace: init.trace.clone(),
                 },
                 last_progress: Mutex::new(None),
-                answers: Mutex::new(self.answers()),
+                answers: Mutex::new(Some(self.answers())),
                 app_state: self.inner.app_state.clone(),
                 task: Some(link),
                 last_status: Mutex::new(None),
@@ -247,7 +248,7 @@ impl RequestContext {
     /// Adds answers (a task's handler that asked by returning `InputRequired`).
     pub(crate) fn add_answers(&self, more: Map<String, Value>) {
         if let Ok(mut answers) = self.inner.answers.lock() {
-            answers.extend(more);
+            answers.get_or_insert_with(Map::new).extend(more);
         }
     }
 
@@ -267,7 +268,8 @@ impl RequestContext {
         self.inner
             .answers
             .lock()
-            .map(|a| a.clone())
+            .ok()
+            .and_then(|a| a.clone())
             .unwrap_or_default()
     }
 
