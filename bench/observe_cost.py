@@ -12,6 +12,10 @@ repetition loads them back to back, in alternating order, with the same request:
   logs      the same with the request log at info (the default)
   observed  the request log and Prometheus metrics (--metrics-addr)
 
+Each server's stderr (the log) goes to a file in a temporary directory, or with
+STDERR=pipe to a pipe that `cat` drains to /dev/null on the load generator's CPU (how a
+container runtime or journald takes a service's stderr; the reader's CPU is not counted).
+
 Each server has one tokio worker and is pinned to CPU $SERVER_CPU [0]; wrk (one thread,
 32 connections) to CPU $LOADGEN_CPU [1]. A run's server CPU is the sum over the server's
 threads of /proc/PID/task/*/schedstat (nanoseconds on CPU: user and kernel, the writer
@@ -90,21 +94,31 @@ def wrk(port, script, seconds, cpu):
     return int(m.group(1))
 
 
-def start(binary, server_cpu, tmp):
-    """The three variants, listening; [(name, port, process)]."""
+def log_sink(name, tmp, drain_cpu):
+    """Where a server's stderr goes: a file, or (STDERR=pipe) a pipe `cat` drains."""
+    if os.environ.get("STDERR", "file") == "pipe":
+        cat = subprocess.Popen(["taskset", "-c", drain_cpu, "cat"], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL)
+        return cat.stdin, cat
+    return open(os.path.join(tmp, f"{name}.log"), "w"), None
+
+
+def start(binary, server_cpu, tmp, drain_cpu):
+    """The three variants, listening; [(name, port, process, drain)]."""
     servers = []
     for name, env, extra in VARIANTS:
         port = free_port()
         args = [a.format(metrics=free_port()) for a in extra]
-        log = open(os.path.join(tmp, f"{name}.log"), "w")
+        log, drain = log_sink(name, tmp, drain_cpu)
         p = subprocess.Popen(
             ["taskset", "-c", server_cpu, binary, "fixture", "--addr", f"127.0.0.1:{port}",
              "--protocols", "2026-07-28,2025-11-25", "--profile", "echo", *args],
             env={**os.environ, "TOKIO_WORKER_THREADS": "1", **env},
             stdout=subprocess.DEVNULL, stderr=log)
-        servers.append((name, port, p))
+        log.close()  # the server has its own descriptor
+        servers.append((name, port, p, drain))
     try:
-        for _, port, _ in servers:
+        for _, port, _, _ in servers:
             wait_port(port)
     except BaseException:
         stop(servers)
@@ -113,10 +127,12 @@ def start(binary, server_cpu, tmp):
 
 
 def stop(servers):
-    for _, _, p in servers:
+    for _, _, p, _ in servers:
         p.terminate()
-    for _, _, p in servers:
+    for _, _, p, drain in servers:
         p.wait(timeout=10)
+        if drain is not None:
+            drain.wait(timeout=10)
 
 
 def main():
@@ -134,15 +150,15 @@ def main():
         # Fresh processes every repetition: a process's own code and heap layout can make
         # it a few per cent faster or slower for its whole life, the same for every
         # request; kept for the whole run, that bias would not average out.
-        servers = start(binary, server_cpu, tmp)
+        servers = start(binary, server_cpu, tmp, loadgen_cpu)
         try:
-            for name, port, _ in servers:
+            for name, port, _, _ in servers:
                 wrk(port, os.path.join(tmp, f"{CASES[0][0]}-{CASES[0][1]}.lua"), 1, loadgen_cpu)
             for c in CASES:
                 script = os.path.join(tmp, f"{c[0]}-{c[1]}.lua")
                 order = servers if rep % 2 == 0 else servers[::-1]
                 got = {}
-                for name, port, p in order:
+                for name, port, p, _ in order:
                     before = cpu_ns(p.pid)
                     n = wrk(port, script, seconds, loadgen_cpu)
                     got[name] = (cpu_ns(p.pid) - before) / n / 1000.0
@@ -153,7 +169,8 @@ def main():
             stop(servers)
         print(f"repetition {rep + 1}/{reps} done", file=sys.stderr)
     print(f"## observation cost, paired: {reps} repetitions x {seconds} s per run, c=32, "
-          f"server CPU {server_cpu}, wrk CPU {loadgen_cpu}")
+          f"server CPU {server_cpu}, wrk CPU {loadgen_cpu}, "
+          f"stderr to a {os.environ.get('STDERR', 'file')}")
     print()
     print("| request | quiet µs/req (median) | logs x quiet: median (q1-q3) | "
           "logs + metrics x quiet: median (q1-q3) |")

@@ -61,6 +61,7 @@ pub(crate) fn init(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Tel
         .unwrap_or_else(|_| "snodo=info,warn".into());
     // One write per event would be one system call on a worker thread per request: the
     // lines go to a writer thread that writes them in batches (see `sink`).
+    sink::grow_pipe(std::io::stderr());
     let (sink, guard) =
         Sink::spawn(std::io::stderr()).map_err(|e| format!("cannot start the log writer: {e}"))?;
     let lines = Lines { format, sink };

@@ -214,7 +214,7 @@ impl Execution {
         let mut record = options.record.take();
         if let Some(r) = record.as_mut() {
             // Until `finish` says how it ended, an execution that goes away was cancelled.
-            r.outcome = Outcome::Cancelled;
+            r.summary.outcome = Outcome::Cancelled;
         }
         let runtime = &engine.runtime;
         let dialect = call.dialect;
@@ -341,27 +341,27 @@ impl Execution {
         if let Some(r) = self.record.as_mut() {
             match ended {
                 Ended::Done(Ok(result)) if result.is_tool_error() => {
-                    r.outcome = Outcome::ToolError;
-                    r.limit = match result.limit_reason() {
+                    r.summary.outcome = Outcome::ToolError;
+                    r.summary.limit = match result.limit_reason() {
                         Some("rate") => Some("rate"),
                         Some("concurrency") => Some("concurrency"),
                         Some("timeout") => Some("timeout"),
                         _ => None,
                     };
                 }
-                Ended::Done(Ok(_)) => r.outcome = Outcome::Ok,
+                Ended::Done(Ok(_)) => r.summary.outcome = Outcome::Ok,
                 Ended::Done(Err(e)) => r.error(e),
                 Ended::TimedOut => {
                     r.error(&timeout_error());
-                    r.outcome = Outcome::Timeout;
+                    r.summary.outcome = Outcome::Timeout;
                 }
-                Ended::Cancelled => r.outcome = Outcome::Cancelled,
+                Ended::Cancelled => r.summary.outcome = Outcome::Cancelled,
             }
             if let Some(m) = &message {
                 r.add_bytes_out(m.len());
             }
             if let Some(s) = status {
-                r.status = Some(s);
+                r.summary.status = Some(s);
             }
         }
         self.record = None;

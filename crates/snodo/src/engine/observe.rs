@@ -137,9 +137,14 @@ impl Observe {
         }
     }
 
-    /// A record for a message that just arrived (`bytes_in`: its size), or `None` when
-    /// nothing observes requests.
-    pub(crate) fn begin(&self, transport: Transport, bytes_in: usize) -> Option<Record> {
+    /// A record for a message that arrived at `start` (`bytes_in`: its size), or `None`
+    /// when nothing observes requests.
+    pub(crate) fn begin(
+        &self,
+        transport: Transport,
+        bytes_in: usize,
+        start: Instant,
+    ) -> Option<Record> {
         let log = request_event_wanted();
         if !log && !self.metrics_on() {
             return None;
@@ -147,21 +152,24 @@ impl Observe {
         Some(Record {
             observe: self.clone(),
             log,
-            transport,
-            start: Instant::now(),
-            method: None,
-            method_name: None,
-            name: None,
+            start,
             known_name: false,
-            dialect: None,
-            principal: None,
-            id: None,
-            outcome: Outcome::Ok,
-            code: None,
-            status: None,
-            limit: None,
-            bytes_in,
-            bytes_out: 0,
+            summary: RequestSummary {
+                transport,
+                method: None,
+                method_name: None,
+                name: None,
+                dialect: None,
+                principal: None,
+                id: None,
+                outcome: Outcome::Ok,
+                code: None,
+                status: None,
+                limit: None,
+                duration_us: 0,
+                bytes_in: bytes_in as u64,
+                bytes_out: 0,
+            },
         })
     }
 
@@ -243,61 +251,50 @@ impl Drop for Gauged {
 }
 
 /// One request being observed; dropping it emits the event and counts the request.
+///
+/// What it learns goes straight into the summary the event's layers are lent.
 #[derive(Debug)]
 pub(crate) struct Record {
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     observe: Observe,
     log: bool,
-    pub(crate) transport: Transport,
     start: Instant,
-    pub(crate) method: Option<Method>,
-    /// The method as sent, when the request was not admitted (unknown methods too).
-    method_name: Option<Box<str>>,
-    /// The tool or prompt name, or the resource URI (truncated).
-    pub(crate) name: Option<Name>,
-    /// Whether `name` is in the catalogue (only such names become metric labels).
-    pub(crate) known_name: bool,
-    pub(crate) dialect: Option<&'static str>,
-    pub(crate) principal: Option<Principal>,
-    pub(crate) id: Option<RequestId>,
-    pub(crate) outcome: Outcome,
-    pub(crate) code: Option<i64>,
-    pub(crate) status: Option<u16>,
-    /// Which of the tool's own limits stopped the call (`rate`, `concurrency`, `timeout`).
-    pub(crate) limit: Option<&'static str>,
-    bytes_in: usize,
-    bytes_out: usize,
+    /// Whether the summary's name is in the catalogue (only such names become metric
+    /// labels).
+    known_name: bool,
+    pub(crate) summary: RequestSummary,
 }
 
 impl Record {
     /// The size of the message, once read (HTTP reads the body after admission).
     pub(crate) fn set_bytes_in(&mut self, n: usize) {
-        self.bytes_in = n;
+        self.summary.bytes_in = n as u64;
     }
 
     /// Bytes written for this request.
     pub(crate) fn add_bytes_out(&mut self, n: usize) {
-        self.bytes_out += n;
+        self.summary.bytes_out = self.summary.bytes_out.saturating_add(n as u64);
     }
 
     /// The method of a message that was not admitted (or not a request).
     pub(crate) fn method_name(&mut self, method: &str) {
         let parsed = Method::parse(method);
-        self.method = Some(parsed);
+        self.summary.method = Some(parsed);
         if parsed == Method::Unknown {
-            self.method_name = Some(truncate(method).into());
+            self.summary.method_name = Some(truncate(method).into());
         }
     }
 
     /// The admitted request.
     pub(crate) fn admitted(&mut self, id: &RequestId, call: &Call, principal: Option<&Principal>) {
-        self.method = Some(call.method);
+        let s = &mut self.summary;
+        s.method = Some(call.method);
         if call.method == Method::Unknown {
-            self.method_name = Some(truncate(&call.method_name).into());
+            s.method_name = Some(truncate(&call.method_name).into());
         }
-        self.dialect = Some(call.dialect.version());
-        self.id = Some(id.clone());
-        self.principal = principal.cloned();
+        s.dialect = Some(call.dialect.version());
+        s.id = Some(id.clone());
+        s.principal = principal.cloned();
         if call.method.name_field().is_some() {
             if let Some(name) = call.target() {
                 // Only metric labels need to know (a catalogue lookup per request).
@@ -308,21 +305,21 @@ impl Record {
                         Method::ResourcesRead => call.catalogue.resource(name).is_some(),
                         _ => false,
                     };
-                self.name = Some(truncate(name).into());
+                self.summary.name = Some(truncate(name).into());
             }
         }
     }
 
     /// Answered with this JSON-RPC error.
     pub(crate) fn error(&mut self, e: &RpcError) {
-        self.outcome = Outcome::Error;
-        self.code = Some(e.code().0);
+        self.summary.outcome = Outcome::Error;
+        self.summary.code = Some(e.code().0);
     }
 
     /// Refused before execution, answered with this error.
     pub(crate) fn refused(&mut self, e: &RpcError) {
-        self.outcome = Outcome::Refused;
-        self.code = Some(e.code().0);
+        self.summary.outcome = Outcome::Refused;
+        self.summary.code = Some(e.code().0);
     }
 
     /// A request that got no result (refused, no capacity, deadline passed).
@@ -332,7 +329,7 @@ impl Record {
             super::Failure::Overloaded(e) => self.refused(e),
             super::Failure::TimedOut => {
                 self.refused(&super::failure::timeout_error());
-                self.outcome = Outcome::Timeout;
+                self.summary.outcome = Outcome::Timeout;
             }
         }
     }
@@ -340,9 +337,9 @@ impl Record {
     /// The HTTP status of the answer: a refusal when it is an error status and nothing
     /// more precise was said.
     pub(crate) fn http_status(&mut self, status: u16) {
-        self.status = Some(status);
-        if status >= 400 && self.outcome == Outcome::Ok {
-            self.outcome = Outcome::Refused;
+        self.summary.status = Some(status);
+        if status >= 400 && self.summary.outcome == Outcome::Ok {
+            self.summary.outcome = Outcome::Refused;
         }
     }
 }
@@ -357,28 +354,11 @@ impl Drop for Record {
         if !self.log {
             return;
         }
-        // Written field by field into the thread's summary: no summary is built here
-        // and moved there (three copies of it per request, before).
-        let fill = |s: &mut RequestSummary| {
-            s.transport = self.transport.as_str();
-            s.method = self.method;
-            s.method_name = self.method_name.take();
-            s.name = self.name.take();
-            s.dialect = self.dialect;
-            s.principal = self.principal.take();
-            s.id = self.id.take();
-            s.outcome = self.outcome.as_str();
-            s.code = self.code;
-            s.status = self.status;
-            s.limit = self.limit;
-            s.duration_us = elapsed
-                .as_secs()
-                .saturating_mul(1_000_000)
-                .saturating_add(u64::from(elapsed.subsec_micros()));
-            s.bytes_in = self.bytes_in as u64;
-            s.bytes_out = self.bytes_out as u64;
-        };
-        RequestSummary::lend_filled(fill, |s| {
+        self.summary.duration_us = elapsed
+            .as_secs()
+            .saturating_mul(1_000_000)
+            .saturating_add(u64::from(elapsed.subsec_micros()));
+        self.summary.lend(|s| {
             // The id is one field, `id`, with the type the client sent: a number as a
             // number, a string as a string (two declarations of the same name, one of
             // them empty; both are cheaper to record than a `Display` value). The
@@ -392,14 +372,14 @@ impl Drop for Record {
             tracing::info!(
                 target: REQUEST_TARGET,
                 message = "request",
-                transport = s.transport,
+                transport = s.transport(),
                 method = s.method_str(),
                 name = s.name(),
                 dialect = s.dialect,
-                principal = s.principal.as_ref().map(Principal::id),
+                principal = s.principal(),
                 id = id_number,
                 id = id_string,
-                outcome = s.outcome,
+                outcome = s.outcome(),
                 code = s.code,
                 status = s.status,
                 limit = s.limit,
@@ -433,13 +413,13 @@ fn truncate(s: &str) -> &str {
 #[cfg(feature = "metrics")]
 impl Record {
     pub(crate) fn label_method(&self) -> &'static str {
-        self.method.map_or("-", Method::as_str)
+        self.summary.method.map_or("-", Method::as_str)
     }
 
     /// The name label: the component's name when the catalogue has it, `None` for an
     /// unknown one (labelled empty).
     pub(crate) fn label_name(&self) -> Option<&str> {
-        self.name.as_deref().filter(|_| self.known_name)
+        self.summary.name.as_deref().filter(|_| self.known_name)
     }
 }
 
@@ -452,11 +432,15 @@ mod tests {
     #[test]
     fn nothing_is_recorded_when_nothing_observes() {
         let observe = Observe::default();
-        assert!(observe.begin(Transport::Http, 10).is_none());
+        assert!(observe.begin(Transport::Http, 10, Instant::now()).is_none());
         // A subscriber that wants everything but the request events.
         let quiet = tracing_subscriber_stub::OnlyWarnings;
         tracing::subscriber::with_default(quiet, || {
-            assert!(observe.begin(Transport::Stdio, 10).is_none());
+            assert!(
+                observe
+                    .begin(Transport::Stdio, 10, Instant::now())
+                    .is_none()
+            );
         });
     }
 

@@ -7,27 +7,14 @@
 //! that reads the summary instead writes the same line for less (issue 19: the request
 //! log is on every request). Any other subscriber sees an ordinary event.
 
-use std::cell::RefCell;
-
-use super::observe::Name;
+use super::observe::{Name, Outcome, Transport};
 use crate::protocol::{Method, RequestId};
 use crate::runtime::context::Principal;
 
-thread_local! {
-    /// This thread's summary: written in place for each request event (its storage
-    /// stays, so nothing of it is moved or copied whole) and lent while `lent`.
-    static CURRENT: RefCell<Slot> = const {
-        RefCell::new(Slot {
-            lent: false,
-            summary: None,
-        })
-    };
-}
-
-/// The thread's summary and whether a request event is being dispatched with it.
-struct Slot {
-    lent: bool,
-    summary: Option<RequestSummary>,
+scoped_tls::scoped_thread_local! {
+    /// The summary of the request event being dispatched on this thread: the record's
+    /// own, lent by reference (nothing of it is copied).
+    static CURRENT: RequestSummary
 }
 
 /// One value of a request event's field.
@@ -44,16 +31,16 @@ pub enum FieldValue<'a> {
 }
 
 /// What one `snodo::request` event says, as typed values.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RequestSummary {
-    pub(crate) transport: &'static str,
+    pub(crate) transport: Transport,
     pub(crate) method: Option<Method>,
     pub(crate) method_name: Option<Box<str>>,
     pub(crate) name: Option<Name>,
     pub(crate) dialect: Option<&'static str>,
     pub(crate) principal: Option<Principal>,
     pub(crate) id: Option<RequestId>,
-    pub(crate) outcome: &'static str,
+    pub(crate) outcome: Outcome,
     pub(crate) code: Option<i64>,
     pub(crate) status: Option<u16>,
     pub(crate) limit: Option<&'static str>,
@@ -72,11 +59,7 @@ impl RequestSummary {
     /// assert!(snodo::RequestSummary::with_current(|_| ()).is_none());
     /// ```
     pub fn with_current<R>(f: impl FnOnce(&RequestSummary) -> R) -> Option<R> {
-        CURRENT.with(|c| {
-            c.try_borrow()
-                .ok()
-                .and_then(|slot| slot.summary.as_ref().filter(|_| slot.lent).map(f))
-        })
+        CURRENT.is_set().then(|| CURRENT.with(f))
     }
 
     /// The event's fields in the order the event declares them, the absent ones left
@@ -85,7 +68,7 @@ impl RequestSummary {
     pub fn for_each_field(&self, mut f: impl FnMut(&'static str, FieldValue<'_>)) {
         use FieldValue::{I64, Str, U64};
         f("message", Str("request"));
-        f("transport", Str(self.transport));
+        f("transport", Str(self.transport()));
         f("method", Str(self.method_str()));
         if let Some(name) = &self.name {
             f("name", Str(name.as_str()));
@@ -101,7 +84,7 @@ impl RequestSummary {
             Some(RequestId::String(s)) => f("id", Str(s)),
             None => {}
         }
-        f("outcome", Str(self.outcome));
+        f("outcome", Str(self.outcome()));
         if let Some(code) = self.code {
             f("code", I64(code));
         }
@@ -119,7 +102,7 @@ impl RequestSummary {
     /// The transport: `http` or `stdio`.
     #[must_use]
     pub fn transport(&self) -> &'static str {
-        self.transport
+        self.transport.as_str()
     }
 
     /// The method, when the message had one ([`Method::Unknown`] for one snodo does not
@@ -156,7 +139,7 @@ impl RequestSummary {
     /// `ok`, `tool_error`, `error`, `refused`, `timeout` or `cancelled`.
     #[must_use]
     pub fn outcome(&self) -> &'static str {
-        self.outcome
+        self.outcome.as_str()
     }
 
     /// The JSON-RPC error code of the answer, if it was an error.
@@ -205,41 +188,9 @@ impl RequestSummary {
         }
     }
 
-    /// Lets `fill` write the summary of a request event into this thread's summary
-    /// (its owned fields are empty when `fill` is called), lends it to the layers while
-    /// `emit` dispatches the event (which reads its fields from the summary it is
-    /// handed), then empties its owned fields again.
-    pub(crate) fn lend_filled(
-        fill: impl FnOnce(&mut RequestSummary),
-        emit: impl FnOnce(&RequestSummary),
-    ) {
-        CURRENT.with(|c| {
-            let Ok(mut slot) = c.try_borrow_mut() else {
-                // Only while a layer handles a request event is the slot borrowed;
-                // records are not dropped there.
-                let mut own = RequestSummary::default();
-                fill(&mut own);
-                emit(&own);
-                return;
-            };
-            fill(slot.summary.get_or_insert_with(RequestSummary::default));
-            slot.lent = true;
-            drop(slot);
-            if let Ok(slot) = c.try_borrow() {
-                if let Some(s) = &slot.summary {
-                    emit(s);
-                }
-            }
-            if let Ok(mut slot) = c.try_borrow_mut() {
-                slot.lent = false;
-                if let Some(s) = slot.summary.as_mut() {
-                    s.method_name = None;
-                    s.name = None;
-                    s.principal = None;
-                    s.id = None;
-                }
-            }
-        });
+    /// Lends this summary to the layers while `emit` dispatches its event.
+    pub(crate) fn lend(&self, emit: impl FnOnce(&RequestSummary)) {
+        CURRENT.set(self, || emit(self));
     }
 }
 
@@ -302,22 +253,22 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             let observe = Observe::default();
             let mut r = observe
-                .begin(Transport::Http, 10)
+                .begin(Transport::Http, 10, tokio::time::Instant::now())
                 .unwrap_or_else(|| panic!("no record"));
             r.method_name("tools/call");
-            r.name = Some("say \"hi\"".into());
-            r.dialect = Some("2026-07-28");
-            r.id = Some(RequestId::Number(7));
-            r.status = Some(200);
+            r.summary.name = Some("say \"hi\"".into());
+            r.summary.dialect = Some("2026-07-28");
+            r.summary.id = Some(RequestId::Number(7));
+            r.summary.status = Some(200);
             drop(r);
             let mut r = observe
-                .begin(Transport::Stdio, 3)
+                .begin(Transport::Stdio, 3, tokio::time::Instant::now())
                 .unwrap_or_else(|| panic!("no record"));
             r.method_name("no/such");
-            r.id = Some(RequestId::String("a b".into()));
-            r.outcome = Outcome::Refused;
-            r.code = Some(-32601);
-            r.limit = Some("rate");
+            r.summary.id = Some(RequestId::String("a b".into()));
+            r.summary.outcome = Outcome::Refused;
+            r.summary.code = Some(-32601);
+            r.summary.limit = Some("rate");
             r.add_bytes_out(5);
             drop(r);
         });

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use futures_util::future::Either;
 use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
+use tokio::time::Instant;
 
 use super::admission;
 use super::batch;
@@ -106,8 +107,14 @@ impl McpService {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         async move {
-            let mut record = self.shared.engine.observe.begin(Transport::Http, 0);
-            let resp = match self.answer(req, &mut record).await {
+            // The head's arrival: the body's deadline and the record's start.
+            let arrived = Instant::now();
+            let mut record = self
+                .shared
+                .engine
+                .observe
+                .begin(Transport::Http, 0, arrived);
+            let resp = match self.answer(req, arrived, &mut record).await {
                 Ok(r) | Err(r) => r,
             };
             if let Some(mut r) = record {
@@ -128,6 +135,7 @@ impl McpService {
     fn answer<'a, B>(
         &'a self,
         req: Request<B>,
+        arrived: Instant,
         record: &'a mut Option<Record>,
     ) -> impl Future<Output = Result<Response<Body>, Response<Body>>> + Send + 'a
     where
@@ -144,7 +152,7 @@ impl McpService {
                 let (parts, body) = req.into_parts();
                 // One walk over the headers for every step below.
                 let headers = RequestHeaders::scan(&parts.headers);
-                let (bytes, principal) = self.read(&parts, &headers, body, record).await?;
+                let (bytes, principal) = self.read(&parts, &headers, body, arrived, record).await?;
                 if batch::is_batch(&bytes) {
                     if let Some(r) = record.as_mut() {
                         r.method_name("(batch)");
@@ -188,6 +196,7 @@ impl McpService {
         parts: &'a http::request::Parts,
         headers: &'a RequestHeaders<'a>,
         body: B,
+        arrived: Instant,
         record: &'a mut Option<Record>,
     ) -> impl Future<Output = Result<(Bytes, Option<Principal>), Response<Body>>> + Send + 'a
     where
@@ -215,8 +224,9 @@ impl McpService {
             if too_large {
                 return Err(response::payload_too_large());
             }
-            let collected = tokio::time::timeout(
-                cfg.body_read_timeout,
+            // The whole body is due `body_read_timeout` after the head arrived.
+            let collected = tokio::time::timeout_at(
+                arrived + cfg.body_read_timeout,
                 Limited::new(body, cfg.max_body_bytes).collect(),
             );
             let Ok(collected) = collected.await else {

@@ -261,9 +261,9 @@ impl Metrics {
 
     /// Counts a finished request.
     pub(crate) fn observe(&self, record: &Record, elapsed: Duration) {
-        let transport = record.transport.as_str();
+        let transport = record.summary.transport.as_str();
         let method = record.label_method();
-        let outcome = record.outcome.as_str();
+        let outcome = record.summary.outcome.as_str();
         let name = record.label_name().unwrap_or("");
         let labels = Labels {
             transport,
@@ -272,7 +272,7 @@ impl Metrics {
             name,
         };
         series::count(&self.inner, &labels, elapsed);
-        if let Some(limit) = record.limit {
+        if let Some(limit) = record.summary.limit {
             // A tool's own limit: the answer is a tool error, the refusal is counted.
             self.inner
                 .refusals
@@ -281,11 +281,11 @@ impl Metrics {
                     reason: format!("tool_{limit}"),
                 })
                 .inc();
-        } else if matches!(record.outcome, Outcome::Refused | Outcome::Timeout) {
-            let reason = match (record.status, record.code) {
+        } else if matches!(record.summary.outcome, Outcome::Refused | Outcome::Timeout) {
+            let reason = match (record.summary.status, record.summary.code) {
                 (Some(status), _) => status.to_string(),
                 (None, Some(code)) => code.to_string(),
-                (None, None) => record.outcome.as_str().to_owned(),
+                (None, None) => outcome.to_owned(),
             };
             self.inner
                 .refusals
@@ -336,7 +336,7 @@ mod tests {
             metrics: Some(metrics.clone()),
         };
         let mut r = observe
-            .begin(Transport::Http, 10)
+            .begin(Transport::Http, 10, tokio::time::Instant::now())
             .unwrap_or_else(|| panic!("no record with metrics on"));
         r.method_name("tools/list");
         drop(r);

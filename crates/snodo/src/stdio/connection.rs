@@ -210,7 +210,10 @@ impl Connection {
         let Some(line) = self.line(frame).await else {
             return Ok(true);
         };
-        let record = self.engine.observe.begin(Transport::Stdio, line.len());
+        let record =
+            self.engine
+                .observe
+                .begin(Transport::Stdio, line.len(), tokio::time::Instant::now());
         match admit::read_message(&line) {
             Ok(Incoming::Request { id, method, params }) => {
                 let Some(permit) = self.permit(input, stop).await? else {
