@@ -1,16 +1,18 @@
-//! The request-duration histogram: fixed buckets, counted without a lock.
+//! The request-duration histogram: fixed buckets, counted without a lock or a locked
+//! instruction.
 //!
 //! `prometheus_client`'s histogram takes a mutex on every observation (and finds the
-//! bucket by a linear scan of `f64` bounds); this one is two relaxed atomic additions,
-//! the bucket found by arithmetic on the duration's nanoseconds (issue 19: metrics are
-//! on every request).
+//! bucket by a linear scan of `f64` bounds); this one is counted by each thread into
+//! its own shard (see [`shards`](super::shards)), the bucket found by arithmetic on the
+//! duration's nanoseconds (issue 19: metrics are on every request).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::{MetricType, TypedMetric};
+
+use super::shards::{Buckets, Sharded};
 
 /// The first bucket's upper bound, in nanoseconds (100 µs).
 const FIRST_NS: u64 = 100_000;
@@ -18,21 +20,18 @@ const FIRST_NS: u64 = 100_000;
 /// Buckets with a finite bound: 100 µs, doubling, up to 100 µs × 2¹⁶ ≈ 6.55 s.
 const FINITE: usize = 17;
 
-/// Durations of requests, in buckets 100 µs × 2ᵏ (k = 0‥16) and `+Inf`.
+/// Durations of requests, in buckets 100 µs × 2ᵏ (k = 0‥16) and `+Inf`; the sum in
+/// nanoseconds (exact; 584 years before it wraps).
 ///
 /// Cheap to clone: clones count into the same buckets.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Durations {
-    inner: Arc<Counts>,
+    shards: Sharded<Buckets<{ FINITE + 1 }>>,
 }
 
-#[derive(Debug, Default)]
-struct Counts {
-    /// Per bucket (not cumulative); the last is `+Inf`.
-    buckets: [AtomicU64; FINITE + 1],
-    /// Sum of all observations, in nanoseconds (exact; 584 years before it wraps).
-    sum_ns: AtomicU64,
-}
+/// The calling thread's shard of a [`Durations`].
+#[derive(Debug)]
+pub(crate) struct DurationsShard(Arc<Buckets<{ FINITE + 1 }>>);
 
 /// The bucket of a duration of `ns` nanoseconds: the first whose bound is at least `ns`.
 fn bucket(ns: u64) -> usize {
@@ -50,12 +49,17 @@ fn bound_secs(k: usize) -> f64 {
 }
 
 impl Durations {
+    /// The calling thread's shard: only this thread may observe into it.
+    pub(crate) fn mine(&self) -> DurationsShard {
+        DurationsShard(self.shards.mine())
+    }
+}
+
+impl DurationsShard {
     /// Counts one request that took `elapsed`.
     pub(crate) fn observe(&self, elapsed: Duration) {
         let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        // Relaxed: a scrape reads each value on its own; nothing orders them.
-        self.inner.buckets[bucket(ns)].fetch_add(1, Ordering::Relaxed);
-        self.inner.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.0.observe_own(bucket(ns), ns);
     }
 }
 
@@ -65,10 +69,10 @@ impl TypedMetric for Durations {
 
 impl EncodeMetric for Durations {
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let (counted, sum_ns) = self.shards.totals();
         let mut buckets = [(0.0, 0); FINITE + 1];
         let mut count = 0;
-        for (k, (slot, counted)) in buckets.iter_mut().zip(&self.inner.buckets).enumerate() {
-            let n = counted.load(Ordering::Relaxed);
+        for (k, (slot, n)) in buckets.iter_mut().zip(counted).enumerate() {
             count += n;
             let bound = if k < FINITE {
                 bound_secs(k)
@@ -77,7 +81,7 @@ impl EncodeMetric for Durations {
             };
             *slot = (bound, n);
         }
-        let sum = self.inner.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let sum = sum_ns as f64 / 1e9;
         encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
     }
 
@@ -109,9 +113,10 @@ mod tests {
     #[test]
     fn encodes_cumulative_buckets_count_and_sum() {
         let d = Durations::default();
-        d.observe(Duration::from_micros(50));
-        d.observe(Duration::from_micros(150));
-        d.observe(Duration::from_secs(60));
+        let mine = d.mine();
+        mine.observe(Duration::from_micros(50));
+        mine.observe(Duration::from_micros(150));
+        mine.observe(Duration::from_secs(60));
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register("d", "durations", d.clone());
         let mut text = String::new();

@@ -30,6 +30,7 @@
 mod durations;
 mod gates;
 mod series;
+mod shards;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +49,7 @@ use crate::http::Body;
 use durations::Durations;
 use gates::{GateGauge, Gates};
 use series::Labels;
+use shards::{Count, Sharded};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -89,7 +91,7 @@ struct TaskLabels {
 #[derive(Debug)]
 struct Inner {
     registry: Registry,
-    requests: Family<RequestLabels, Counter>,
+    requests: Family<RequestLabels, Sharded<Count>>,
     duration: Family<DurationLabels, Durations>,
     /// The execution gates of the endpoints counting into these series.
     gates: Gates,
@@ -118,7 +120,7 @@ impl Metrics {
     #[must_use]
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let requests = Family::<RequestLabels, Counter>::default();
+        let requests = Family::<RequestLabels, Sharded<Count>>::default();
         let duration = Family::<DurationLabels, Durations>::default();
         let gates = Gates::default();
         let refusals = Family::<RefusalLabels, Counter>::default();
@@ -296,8 +298,9 @@ impl Metrics {
 }
 
 impl Inner {
-    /// The counter and histogram of a label set, from the families.
-    fn series(&self, labels: &Labels<'_>) -> (Counter, Durations) {
+    /// The calling thread's shards of the counter and histogram of a label set, from
+    /// the families.
+    fn series(&self, labels: &Labels<'_>) -> (Arc<Count>, durations::DurationsShard) {
         let &Labels {
             transport,
             method,
@@ -317,11 +320,11 @@ impl Inner {
                 name,
                 outcome,
             })
-            .clone();
+            .mine();
         let duration = self
             .duration
             .get_or_create(&DurationLabels { transport, method })
-            .clone();
+            .mine();
         (requests, duration)
     }
 }
