@@ -777,3 +777,20 @@ async fn positional_arrays_are_not_requests() {
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["error"]["code"], -32600);
 }
+
+// ---- no timeout: Duration::MAX ----------------------------------------------------------
+
+/// A timeout of `Duration::MAX` ("none") is served, not an overflow: the request's
+/// deadline, the body's and the connection's head deadline all lie past what an instant
+/// holds.
+#[tokio::test]
+async fn timeouts_of_duration_max_mean_none() {
+    let config = HttpConfig::default()
+        .request_timeout(Duration::MAX)
+        .connection_limits(64, Duration::MAX, Duration::MAX, 100);
+    let s = start(config).await;
+    for n in 1..=3 {
+        let r = s.post(&DISCOVER_HEADERS, &discover_body(n)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+}

@@ -169,7 +169,7 @@ impl Execution {
         call: Call,
         mut options: Options<'a>,
     ) -> Starting<'a> {
-        let deadline = Instant::now() + engine.limits.request_timeout;
+        let deadline = super::deadline(Instant::now(), engine.limits.request_timeout);
         if let Some(r) = options.record.as_mut() {
             r.admitted(&id, &call, options.principal.as_ref());
         }

@@ -41,6 +41,13 @@ use crate::runtime::context::Principal;
 use gate::Gate;
 use observe::Observe;
 
+/// `after` past `from`, or ~30 years on when that is past what an instant can hold (a
+/// timeout of `Duration::MAX` meaning "none" would otherwise overflow and panic).
+pub(crate) fn deadline(from: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    from.checked_add(after)
+        .unwrap_or_else(|| from + Duration::from_secs(30 * 365 * 86_400))
+}
+
 /// The bounds an endpoint's executions run under.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {

@@ -71,9 +71,12 @@ impl HeadDeadline {
             let next = if note >= BUSY_ONE {
                 // Answering: look again a whole period later (the deadline runs from
                 // the end of the response).
-                Instant::now() + self.timeout
+                crate::engine::deadline(Instant::now(), self.timeout)
             } else {
-                let due = self.origin + Duration::from_micros(note & SINCE_MASK) + self.timeout;
+                let due = crate::engine::deadline(
+                    self.origin + Duration::from_micros(note & SINCE_MASK),
+                    self.timeout,
+                );
                 if Instant::now() >= due {
                     return;
                 }

@@ -226,7 +226,7 @@ impl McpService {
             }
             // The whole body is due `body_read_timeout` after the head arrived.
             let collected = tokio::time::timeout_at(
-                arrived + cfg.body_read_timeout,
+                engine::deadline(arrived, cfg.body_read_timeout),
                 Limited::new(body, cfg.max_body_bytes).collect(),
             );
             let Ok(collected) = collected.await else {

@@ -29,7 +29,10 @@ impl SseStream {
     /// A stream of at most `depth` queued frames, and the response that carries it.
     pub(crate) fn open(depth: usize, keep_alive: Duration) -> (Self, Response<Body>) {
         let (tx, rx) = mpsc::channel(depth);
-        let ticker = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
+        let ticker = tokio::time::interval_at(
+            crate::engine::deadline(Instant::now(), keep_alive),
+            keep_alive,
+        );
         (
             Self { tx, ticker },
             response::event_stream(Body::stream(rx)),
