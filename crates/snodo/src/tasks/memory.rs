@@ -102,7 +102,7 @@ impl TaskStore for MemoryStore {
                 record: record.clone(),
                 responses: Map::new(),
                 instance: task.instance,
-                lease_until: Instant::now() + task.lease,
+                lease_until: lease_end(task.lease),
                 version: watch::channel(1).0,
             };
             map.insert(task.id, entry);
@@ -275,7 +275,7 @@ impl TaskStore for MemoryStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let renewed = match self.lock().get_mut(id) {
             Some(e) if e.instance == instance && !e.record.status.is_terminal() => {
-                e.lease_until = Instant::now() + lease;
+                e.lease_until = lease_end(lease);
                 true
             }
             _ => false,
@@ -318,6 +318,14 @@ impl TaskStore for MemoryStore {
     }
 }
 
+/// When a lease taken now for `lease` ends: ~30 years on when that is past what an
+/// instant holds (a lease of `Duration::MAX` would otherwise overflow and panic).
+fn lease_end(lease: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(lease)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +341,17 @@ mod tests {
             instance: "a".to_owned(),
             lease,
         }
+    }
+
+    /// A lease of `Duration::MAX` is taken and renewed, and stays live.
+    #[tokio::test]
+    async fn an_endless_lease_does_not_overflow() {
+        let s = MemoryStore::new();
+        assert!(s.create(new_task("t", Duration::MAX)).await.is_ok());
+        assert_eq!(
+            s.renew_lease("t", "a", Duration::MAX).await.ok(),
+            Some(true)
+        );
     }
 
     #[tokio::test]
