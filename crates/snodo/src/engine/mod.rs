@@ -42,10 +42,16 @@ use gate::Gate;
 use observe::Observe;
 
 /// `after` past `from`, or ~30 years on when that is past what an instant can hold (a
-/// timeout of `Duration::MAX` meaning "none" would otherwise overflow and panic).
-pub(crate) fn deadline(from: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+/// timeout or lease of `Duration::MAX` meaning "none" would otherwise overflow and
+/// panic).
+pub(crate) fn later(from: std::time::Instant, after: Duration) -> std::time::Instant {
     from.checked_add(after)
         .unwrap_or_else(|| from + Duration::from_secs(30 * 365 * 86_400))
+}
+
+/// [`later`] on tokio's clock: a timer's deadline.
+pub(crate) fn deadline(from: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::from_std(later(from.into_std(), after))
 }
 
 /// The bounds an endpoint's executions run under.

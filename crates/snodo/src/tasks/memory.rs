@@ -102,7 +102,7 @@ impl TaskStore for MemoryStore {
                 record: record.clone(),
                 responses: Map::new(),
                 instance: task.instance,
-                lease_until: lease_end(task.lease),
+                lease_until: crate::engine::later(Instant::now(), task.lease),
                 version: watch::channel(1).0,
             };
             map.insert(task.id, entry);
@@ -275,7 +275,7 @@ impl TaskStore for MemoryStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let renewed = match self.lock().get_mut(id) {
             Some(e) if e.instance == instance && !e.record.status.is_terminal() => {
-                e.lease_until = lease_end(lease);
+                e.lease_until = crate::engine::later(Instant::now(), lease);
                 true
             }
             _ => false,
@@ -316,14 +316,6 @@ impl TaskStore for MemoryStore {
         };
         Box::pin(async move { Ok(changed) })
     }
-}
-
-/// When a lease taken now for `lease` ends: ~30 years on when that is past what an
-/// instant holds (a lease of `Duration::MAX` would otherwise overflow and panic).
-fn lease_end(lease: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(lease)
-        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
 }
 
 #[cfg(test)]
