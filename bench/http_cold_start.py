@@ -35,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixed_client import body_and_headers  # noqa: E402
+from proc_cpu import cpu_ns  # noqa: E402
 
 
 def request_bytes(port):
@@ -103,14 +104,7 @@ def faults(pid):
 
 def cpu_ms(pid):
     """CPU time of every thread of the process, from the scheduler (ns resolution)."""
-    total = 0
-    for p in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try:
-            with open(p) as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total / 1e6
+    return cpu_ns(pid) / 1e6
 
 
 def stop(proc):

@@ -37,6 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from fixed_client import body_and_headers  # noqa: E402
+from proc_cpu import cpu_ns  # noqa: E402
 
 VARIANTS = [
     ("quiet", {"RUST_LOG": "snodo::request=off,snodo=info"}, []),
@@ -61,17 +62,6 @@ def wait_port(port, timeout=10.0):
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"server on {port} did not start")
-
-
-def cpu_ns(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except OSError:
-            pass
-    return total
 
 
 def lua(path, proto, op):
