@@ -258,7 +258,9 @@ impl<'de> Visitor<'de> for AnyString {
 #[derive(Debug, Default)]
 pub(crate) struct MetaParse {
     pub(crate) meta: RequestMeta,
-    pub(crate) error: Option<RpcError>,
+    /// Boxed: it is rare, and this struct is moved several times on every request's way
+    /// (an `RpcError` inline made it 232 bytes, each move a `memcpy` call).
+    pub(crate) error: Option<Box<RpcError>>,
     pub(crate) is_object: bool,
     pub(crate) has_version: bool,
     pub(crate) has_capabilities: bool,
@@ -271,7 +273,9 @@ impl MetaParse {
                 present: true,
                 ..RequestMeta::default()
             },
-            error: Some(RpcError::invalid_params("_meta must be an object")),
+            error: Some(Box::new(RpcError::invalid_params(
+                "_meta must be an object",
+            ))),
             ..Self::default()
         }
     }
@@ -279,7 +283,7 @@ impl MetaParse {
     /// The metadata, or its first validation error.
     pub(crate) fn into_result(self) -> Result<RequestMeta, RpcError> {
         match self.error {
-            Some(e) => Err(e),
+            Some(e) => Err(*e),
             None => Ok(self.meta),
         }
     }
@@ -342,7 +346,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
                 }
             };
             if let (None, Err(e)) = (&out.error, accepted) {
-                out.error = Some(e);
+                out.error = Some(Box::new(e));
             }
         }
         Ok(out)

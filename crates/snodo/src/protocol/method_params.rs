@@ -97,10 +97,15 @@ pub(crate) fn tool_arguments(arguments: Option<Value>) -> Result<Value, RpcError
 /// (2026-07-28; `task` is the 2025-11-25 tasks member, refused by the router). They
 /// are checked by [`Rounds::open`]: a dialect without rounds refuses them whatever
 /// their form.
+///
+/// Boxed, and absent on a first round: a call is moved several times on its way to the
+/// handler, and two inline `Option<Value>`s made every move 64 bytes longer.
 #[derive(Debug, Default)]
-pub(crate) struct Rounds {
-    /// Any of `task`, `inputResponses`, `requestState` was present.
-    pub(crate) present: bool,
+pub(crate) struct Rounds(Option<Box<RoundMembers>>);
+
+/// The members [`Rounds`] holds when any is present.
+#[derive(Debug)]
+struct RoundMembers {
     request_state: Option<Value>,
     input_responses: Option<Value>,
 }
@@ -109,14 +114,22 @@ pub(crate) struct Rounds {
 pub(crate) type Opened<'a> = (Option<&'a str>, Option<&'a Map<String, Value>>);
 
 impl Rounds {
+    /// Whether any of `task`, `inputResponses`, `requestState` was present.
+    pub(crate) fn present(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// `requestState` and `inputResponses`, checked (absent or `null` is `None`).
     pub(crate) fn open(&self) -> Result<Opened<'_>, RpcError> {
-        let state = match &self.request_state {
+        let Some(members) = self.0.as_deref() else {
+            return Ok((None, None));
+        };
+        let state = match &members.request_state {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.as_str()),
             Some(_) => return Err(invalid("requestState must be a string")),
         };
-        let responses = match &self.input_responses {
+        let responses = match &members.input_responses {
             None | Some(Value::Null) => None,
             Some(Value::Object(m)) => Some(m),
             Some(_) => return Err(invalid("inputResponses must be an object")),
@@ -295,7 +308,7 @@ pub(crate) enum MethodParams {
     /// A method whose own members are not read (`ping`, `server/discover`, …).
     None,
     /// `initialize`.
-    Initialize(InitializeParams),
+    Initialize(Box<InitializeParams>),
     /// The paginated lists.
     List(Page),
     /// `tools/call`, `prompts/get`, `resources/read`.
@@ -303,19 +316,20 @@ pub(crate) enum MethodParams {
     /// `skills/get`, `resources/directory/read`.
     #[cfg_attr(not(feature = "skills"), allow(dead_code))]
     Uri(UriParams),
-    /// `completion/complete`.
-    Complete(CompleteParams),
+    /// `completion/complete` (boxed, as the rare variants below: the call that carries
+    /// this enum is moved several times per request, and the largest variant sets its size).
+    Complete(Box<CompleteParams>),
     /// `logging/setLevel`.
     SetLevel(SetLevelParams),
     /// `subscriptions/listen`.
-    Listen(ListenParams),
+    Listen(Box<ListenParams>),
     /// The task operations.
     Task(TaskParams),
     /// Invalid members: the refusal, and the method's target member if it was a string
     /// (the 2026-07-28 `Mcp-Name` check and the request log still see it).
     Invalid {
         /// The `-32602`.
-        error: RpcError,
+        error: Box<RpcError>,
         /// `params.name`, `params.uri` or `params.taskId`, when a string.
         target: Option<String>,
     },
@@ -327,11 +341,11 @@ impl MethodParams {
     pub(crate) fn read(method: Method, mut rest: Members<'_>) -> Self {
         use Method as M;
         let read = match method {
-            M::Initialize => Ok(Self::Initialize(initialize(RawInitialize {
+            M::Initialize => Ok(Self::Initialize(Box::new(initialize(RawInitialize {
                 protocol_version: rest.take("protocolVersion"),
                 capabilities: rest.take("capabilities"),
                 client_info: rest.take_non_null("clientInfo"),
-            }))),
+            })))),
             M::ToolsList
             | M::PromptsList
             | M::ResourcesList
@@ -355,7 +369,7 @@ impl MethodParams {
                 argument: rest.take_non_null("argument"),
                 context: rest.take_non_null("context"),
             })
-            .map(Self::Complete)
+            .map(|p| Self::Complete(Box::new(p)))
             .map_err(Refused::from),
             M::LoggingSetLevel => rest
                 .take_non_null("level")
@@ -365,7 +379,7 @@ impl MethodParams {
                 .map(|level| Self::SetLevel(SetLevelParams { level }))
                 .ok_or_else(|| Refused::from(invalid("level must be a known log level"))),
             M::SubscriptionsListen => listen(rest.take("notifications"))
-                .map(Self::Listen)
+                .map(|p| Self::Listen(Box::new(p)))
                 .map_err(Refused::from),
             M::TasksGet | M::TasksUpdate | M::TasksCancel => task(
                 method,
@@ -383,7 +397,10 @@ impl MethodParams {
             | M::Cancelled
             | M::Unknown => Ok(Self::None),
         };
-        read.unwrap_or_else(|Refused(error, target)| Self::Invalid { error, target })
+        read.unwrap_or_else(|Refused(error, target)| Self::Invalid {
+            error: Box::new(error),
+            target,
+        })
     }
 
     /// The member `Mcp-Name` mirrors (`name`, `uri` or `taskId`), when it is a string.
@@ -452,7 +469,7 @@ impl MethodParams {
     /// or (a router bug) a family mismatch.
     pub(crate) fn refusal(&self) -> RpcError {
         match self {
-            Self::Invalid { error, .. } => error.clone(),
+            Self::Invalid { error, .. } => (**error).clone(),
             _ => RpcError::internal("the request's params were read for another method"),
         }
     }
@@ -505,11 +522,14 @@ fn interactive(method: Method, mut raw: RawInteractive) -> Result<InteractivePar
     } else {
         raw.name.take()
     };
-    let rounds = Rounds {
-        present: raw.task.is_some() || raw.input_responses.is_some() || raw.request_state.is_some(),
-        request_state: raw.request_state,
-        input_responses: raw.input_responses,
-    };
+    let present =
+        raw.task.is_some() || raw.input_responses.is_some() || raw.request_state.is_some();
+    let rounds = Rounds(present.then(|| {
+        Box::new(RoundMembers {
+            request_state: raw.request_state,
+            input_responses: raw.input_responses,
+        })
+    }));
     Ok(InteractiveParams {
         target: target(key, member)?,
         rounds,
@@ -646,14 +666,14 @@ mod tests {
     fn reads_each_family() {
         let p = read("tools/call", json!({"name": "echo", "extra": [1]}));
         assert_eq!(p.target(), Some("echo"));
-        assert!(p.interactive().is_ok_and(|i| !i.rounds.present));
+        assert!(p.interactive().is_ok_and(|i| !i.rounds.present()));
         let p = read(
             "resources/read",
             json!({"uri": "a:b", "requestState": null}),
         );
         assert!(
             p.interactive()
-                .is_ok_and(|i| i.target == "a:b" && i.rounds.present)
+                .is_ok_and(|i| i.target == "a:b" && i.rounds.present())
         );
         let p = read("tools/list", json!({}));
         assert!(p.cursor().is_ok_and(|c| c.is_none()));

@@ -14,7 +14,7 @@ impl Router<'_> {
     pub(super) async fn interactive(&self, call: &mut Call, ctx: RequestContext) -> Answer {
         let stateless = call.dialect.asking() == Asking::Rounds;
         // Params only multi round-trip requests (and 2025-11-25 tasks) use.
-        if !stateless && call.params.interactive()?.rounds.present {
+        if !stateless && call.params.interactive()?.rounds.present() {
             return Err(RpcError::invalid_params(
                 "Tasks and multi-round-trip inputs are not supported",
             ));
