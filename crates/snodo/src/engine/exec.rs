@@ -273,7 +273,7 @@ impl Execution {
         // Boxed: a transport may move the execution into a task. Instrumented only when
         // a subscriber wants the span (the wrapper is one more copy of the future, and
         // two more calls per poll).
-        let work = run(Arc::clone(engine), call, ctx, cancel.clone(), deadline);
+        let work = run(Arc::clone(engine), call, ctx, deadline);
         let work: Work = if span.is_disabled() {
             Box::pin(work)
         } else {
@@ -428,11 +428,14 @@ fn run(
     engine: Arc<Engine>,
     mut call: Call,
     ctx: RequestContext,
-    cancel: CancellationToken,
     deadline: Instant,
 ) -> impl Future<Output = Ended> + Send {
     async move {
         let router = crate::router::Router::new(&engine.runtime);
+        // The token through a second handle on the context (an `Arc`): a second handle
+        // on the token itself locks its mutex to be made and again to be dropped.
+        let own = ctx.clone();
+        let cancel = own.cancellation();
         // (The router by value: a local it borrowed would take a place in this state.)
         let mut dispatch = pin!(router.dispatch(&mut call, ctx));
         // Most handlers finish on their first poll: poll once before arming the deadline
