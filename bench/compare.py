@@ -237,7 +237,7 @@ def main():
     for (proto, sc), v in two.items():
         checks.append((f"two workers: requests per server CPU-second {sc} {proto} within 10 % of one "
                        "worker's (2w / 1w)", v, lambda x: x >= 0.9))
-    for ours in (a.ours, f"{a.ours}-demo"):
+    for ours in (a.ours, f"{a.ours}-demo", f"{a.ours}-lib"):
         if ours not in cold or a.rmcp not in cold:
             continue
         o, r = cold[ours], cold[a.rmcp]

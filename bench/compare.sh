@@ -18,7 +18,9 @@
 #        then tools/call 2026-07-28 at c=256 (memory under many connections).
 #   3. cold start (bench/http_cold_start.py, COLD_REPS [9] interleaved runs + one callgrind
 #      run each): spawn to the first answered tools/list, CPU, RSS at that answer (anon +
-#      file-backed), for the echo fixture and the demo (`snodo serve` over docs/).
+#      file-backed), for the echo fixture and the demo (`snodo serve` over docs/), and
+#      for `snodo-lib`: the same echo tool served by the library alone
+#      (crates/snodo/examples/echo.rs, the library's default features, no CLI).
 #   4. prints the shared kit's summarize.py medians, then bench/compare.py: our figures
 #      and their ratios to the floor and to rmcp, checked against the issue-15 targets.
 #
@@ -41,6 +43,7 @@
 #   SERVERS ["snodo snodo-2w floor-hyper rmcp-cached"]   KIT [/work/shared/tools/bench]
 #   COLD [1]: 0 skips the cold-start phase.
 #   C256 [1]: 0 skips the c=256 cells.
+#   LIB_ECHO_BIN: the library's echo example to cold-start [$CARGO_TARGET_DIR/release/examples/echo]
 #   SNODO_BIN: measure this snodo binary instead of building one (e.g. a saved build of
 #   another commit, for before/after runs).
 # Everything is loopback-only and bounded: each wrk run has DURATION + 15 s timeout.
@@ -64,6 +67,7 @@ RAW="$OUT_DIR/runs.jsonl"
 SNODO=${SNODO_BIN:-$CARGO_TARGET_DIR/release/snodo}
 FLOOR="$BASELINES/floor-server/target/release/mcp-floor"
 RMCP="$BASELINES/rmcp-server/target/release/rmcp-bench-server"
+LIB_ECHO=${LIB_ECHO_BIN:-$CARGO_TARGET_DIR/release/examples/echo}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
 for t in wrk curl taskset python3 ss; do command -v $t >/dev/null || die "$t not found (apt-get install -y wrk)"; done
@@ -75,6 +79,8 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     echo "== building snodo (cargo build --release -p snodo-cli) into $CARGO_TARGET_DIR" >&2
     (cd "$REPO" && cargo build --release -q -p snodo-cli)
   fi
+  echo "== building the library's echo example (cargo build --release -p snodo --example echo)" >&2
+  (cd "$REPO" && cargo build --release -q -p snodo --example echo)
   for b in floor-server rmcp-server; do
     mkdir -p "$BASELINES"
     if [ ! -d "$BASELINES/$b" ]; then
@@ -183,6 +189,8 @@ if [ "$COLD" = 1 ]; then
   # The demo (`snodo serve`, every protocol, its tools' schemas compiled at start) over
   # this repository's docs/ folder.
   cold+=(--server "snodo-demo=8941=$SNODO serve --addr 127.0.0.1:8941 --root $REPO/docs --workers 1")
+  # The same tool served by the library alone: what the CLI's features add at start.
+  [ -x "$LIB_ECHO" ] && cold+=(--server "snodo-lib=8942=$LIB_ECHO 127.0.0.1:8942")
   cold+=(--server "floor-hyper=8933=$FLOOR hyper 127.0.0.1:8933" --server "rmcp-cached=8934=$RMCP 127.0.0.1:8934")
   command -v valgrind >/dev/null && cold+=(--callgrind)
   # Every binary read back into the page cache the same way (file-backed RSS otherwise

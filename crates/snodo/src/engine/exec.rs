@@ -444,7 +444,7 @@ fn run(
             // A cancellation that came first still wins: a cancelled request sends no result.
             Poll::Ready(_) if cancel.is_cancelled() => Ended::Cancelled,
             Poll::Ready(out) => Ended::Done(out),
-            Poll::Pending => Box::pin(wait(&engine, &cancel, deadline, dispatch)).await,
+            Poll::Pending => Box::pin(wait(&engine, cancel, deadline, dispatch)).await,
         }
     }
 }
