@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::Write as _;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -450,8 +449,10 @@ pub fn request_message(id: &RequestId, method: &str, params: &impl Serialize) ->
 
 pub(crate) fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
+        // serde_json writes integers with `itoa`: ~200 instructions fewer than `write!`,
+        // which goes through `core::fmt`.
         RequestId::Number(n) => {
-            let _ = write!(out, "{n}");
+            let _ = serde_json::to_writer(&mut *out, n);
         }
         RequestId::String(s) => {
             let _ = serde_json::to_writer(&mut *out, s.as_ref());
