@@ -224,13 +224,20 @@ impl McpService {
             if too_large {
                 return Err(response::payload_too_large());
             }
-            // The whole body is due `body_read_timeout` after the head arrived.
-            let collected = tokio::time::timeout_at(
-                engine::deadline(arrived, cfg.body_read_timeout),
-                Limited::new(body, cfg.max_body_bytes).collect(),
-            );
-            let Ok(collected) = collected.await else {
-                return Err(response::body_timeout());
+            // The whole body is due `body_read_timeout` after the head arrived. A body
+            // that came with its head is read on the first poll, before the timer is
+            // made (a tokio timer costs ~0.5 k instructions to make and drop).
+            let mut collect = std::pin::pin!(Limited::new(body, cfg.max_body_bytes).collect());
+            let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
+            let collected = match first {
+                Poll::Ready(collected) => collected,
+                Poll::Pending => {
+                    let deadline = engine::deadline(arrived, cfg.body_read_timeout);
+                    let Ok(collected) = tokio::time::timeout_at(deadline, collect).await else {
+                        return Err(response::body_timeout());
+                    };
+                    collected
+                }
             };
             let bytes: Bytes = match collected {
                 Ok(c) => c.to_bytes(),
