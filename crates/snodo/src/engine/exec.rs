@@ -5,7 +5,7 @@
 //! client went away), when a `notifications/cancelled` names it, when the deadline
 //! passes or when the engine cancels everything. A cancelled request sends no result.
 
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -440,7 +440,7 @@ fn run(
         let mut dispatch = pin!(router.dispatch(&mut call, ctx));
         // Most handlers finish on their first poll: poll once before arming the deadline
         // timer and waiting on the shutdown token, which only work that waits needs.
-        match poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await {
+        match futures_util::poll!(dispatch.as_mut()) {
             // A cancellation that came first still wins: a cancelled request sends no result.
             Poll::Ready(_) if cancel.is_cancelled() => Ended::Cancelled,
             Poll::Ready(out) => Ended::Done(out),

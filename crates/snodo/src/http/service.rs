@@ -228,8 +228,7 @@ impl McpService {
             // that came with its head is read on the first poll, before the timer is
             // made (a tokio timer costs ~0.5 k instructions to make and drop).
             let mut collect = std::pin::pin!(Limited::new(body, cfg.max_body_bytes).collect());
-            let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
-            let collected = match first {
+            let collected = match futures_util::poll!(collect.as_mut()) {
                 Poll::Ready(collected) => collected,
                 Poll::Pending => {
                     let deadline = engine::deadline(arrived, cfg.body_read_timeout);
