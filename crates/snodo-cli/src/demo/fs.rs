@@ -16,15 +16,58 @@ pub(crate) struct Root {
     dir: PathBuf,
 }
 
-/// Why a path was refused.
+/// Why a path was refused, or the folder could not be read.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
     /// Not a path inside the root (`..`, absolute, symlink escaping the root…).
     Outside,
-    /// Nothing there, or not a regular file.
+    /// Nothing there, not a regular file, or hidden (see [`is_hidden`]): a hidden file
+    /// is refused exactly as a missing one, so that a guess learns nothing.
     NotFound,
     /// Larger than [`MAX_FILE_BYTES`].
     TooLarge,
+    /// The system could not do it now (out of file descriptors or memory): worth a
+    /// retry. The text is the system's error.
+    Unavailable(String),
+    /// Any other system error (permissions, I/O): the text is the system's error.
+    Failed(String),
+}
+
+impl Refusal {
+    /// Classifies a system error met while resolving, listing or reading.
+    pub(crate) fn from_io(e: &io::Error) -> Self {
+        use rustix::io::Errno;
+        match Errno::from_io_error(e) {
+            Some(
+                Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::NAMETOOLONG | Errno::ISDIR,
+            ) => Self::NotFound,
+            Some(
+                Errno::MFILE
+                | Errno::NFILE
+                | Errno::NOMEM
+                | Errno::NOBUFS
+                | Errno::AGAIN
+                | Errno::INTR,
+            ) => Self::Unavailable(e.to_string()),
+            _ if e.kind() == io::ErrorKind::NotFound => Self::NotFound,
+            _ if e.kind() == io::ErrorKind::OutOfMemory => Self::Unavailable(e.to_string()),
+            _ => Self::Failed(e.to_string()),
+        }
+    }
+}
+
+/// Entries the demo never exposes: dot files and folders (`.env`, `.git`…), build
+/// output (`target`) and dependencies (`node_modules`). Left out of listings and
+/// search, refused on read.
+pub(crate) fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name == "target" || name == "node_modules"
+}
+
+fn has_hidden_part(rel: &Path) -> bool {
+    rel.components().any(|c| match c {
+        Component::Normal(name) => name.to_str().is_none_or(is_hidden),
+        _ => false,
+    })
 }
 
 impl Root {
@@ -52,12 +95,19 @@ impl Root {
         if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
             return Err(Refusal::Outside);
         }
-        let joined = self.dir.join(rel);
-        let real = joined.canonicalize().map_err(|_| Refusal::NotFound)?;
-        if !real.starts_with(&self.dir) {
-            return Err(Refusal::Outside);
+        if has_hidden_part(rel) {
+            return Err(Refusal::NotFound);
         }
-        let meta = real.metadata().map_err(|_| Refusal::NotFound)?;
+        let joined = self.dir.join(rel);
+        let real = joined.canonicalize().map_err(|e| Refusal::from_io(&e))?;
+        let Ok(inside) = real.strip_prefix(&self.dir) else {
+            return Err(Refusal::Outside);
+        };
+        // A visible link to a hidden file is the hidden file.
+        if has_hidden_part(inside) {
+            return Err(Refusal::NotFound);
+        }
+        let meta = real.metadata().map_err(|e| Refusal::from_io(&e))?;
         if !meta.is_file() {
             return Err(Refusal::NotFound);
         }
@@ -68,18 +118,24 @@ impl Root {
     }
 
     /// Relative paths (with `/`) of the regular files under the root, sorted; hidden
-    /// entries and symlinks are skipped.
-    pub(crate) fn files(&self) -> Vec<String> {
+    /// entries and symlinks are skipped, and so are folders that cannot be read
+    /// (permissions). A folder the system cannot open *now* (out of descriptors or
+    /// memory) fails the whole listing: a partial one would be a silent lie.
+    pub(crate) fn files(&self) -> Result<Vec<String>, Refusal> {
         let mut out = Vec::new();
         let mut stack = vec![self.dir.clone()];
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) => match Refusal::from_io(&e) {
+                    unavailable @ Refusal::Unavailable(_) => return Err(unavailable),
+                    _ => continue,
+                },
             };
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if name.starts_with('.') || name == "target" || name == "node_modules" {
+                if is_hidden(name) {
                     continue;
                 }
                 let Ok(kind) = entry.file_type() else {
@@ -93,14 +149,14 @@ impl Root {
                         out.push(rel.replace(std::path::MAIN_SEPARATOR, "/"));
                         if out.len() >= MAX_FILES {
                             out.sort();
-                            return out;
+                            return Ok(out);
                         }
                     }
                 }
             }
         }
         out.sort();
-        out
+        Ok(out)
     }
 
     /// The `file://` URI of a relative path.
@@ -171,7 +227,7 @@ mod tests {
         }
         assert_eq!(
             root.files(),
-            vec!["a.txt".to_owned(), "sub/b.md".to_owned()]
+            Ok(vec!["a.txt".to_owned(), "sub/b.md".to_owned()])
         );
         assert_eq!(encode_path("a b/ç"), "a%20b/%C3%A7");
     }

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use snodo::{HandlerError, Json, RequestContext};
+use snodo::{HandlerError, IntoToolResult, Json, RequestContext, ToolResult};
 
-use super::fs::Root;
+use super::errors::tool_error;
+use super::fs::{Refusal, Root};
 
 /// Files read between two progress reports (and cancellation checks).
 const BATCH: usize = 64;
@@ -57,12 +58,20 @@ pub(crate) struct IndexOutput {
     pub(crate) largest: Vec<Large>,
 }
 
-fn add(out: &mut IndexOutput, root: &Root, path: &str) {
-    let Ok(real) = root.resolve(path) else {
-        return;
+/// Adds one file; one that vanished or cannot be read is skipped, but a system short of
+/// resources stops the walk (an index that silently misses files would be wrong).
+fn add(out: &mut IndexOutput, root: &Root, path: &str) -> Result<(), Refusal> {
+    let real = match root.resolve(path) {
+        Ok(real) => real,
+        Err(unavailable @ Refusal::Unavailable(_)) => return Err(unavailable),
+        Err(_) => return Ok(()),
     };
-    let Ok(bytes) = std::fs::read(&real) else {
-        return;
+    let bytes = match std::fs::read(&real) {
+        Ok(bytes) => bytes,
+        Err(e) => match Refusal::from_io(&e) {
+            unavailable @ Refusal::Unavailable(_) => return Err(unavailable),
+            _ => return Ok(()),
+        },
     };
     let size = bytes.len() as u64;
     let ext = path
@@ -89,6 +98,7 @@ fn add(out: &mut IndexOutput, root: &Root, path: &str) {
     });
     out.largest.sort_by_key(|l| std::cmp::Reverse(l.bytes));
     out.largest.truncate(10);
+    Ok(())
 }
 
 /// Indexes the folder in batches, reporting progress between them.
@@ -96,15 +106,19 @@ pub(crate) async fn index(
     root: Root,
     args: IndexArgs,
     ctx: RequestContext,
-) -> Result<Json<IndexOutput>, HandlerError> {
+) -> Result<ToolResult, HandlerError> {
     let prefix = args.path.unwrap_or_default();
     let listing = root.clone();
-    let files: Vec<String> = tokio::task::spawn_blocking(move || listing.files())
+    let files = tokio::task::spawn_blocking(move || listing.files())
         .await
-        .map_err(|_| HandlerError::new("listing the folder failed"))?
-        .into_iter()
-        .filter(|f| f.starts_with(&prefix))
-        .collect();
+        .map_err(|_| HandlerError::new("listing the folder failed"))?;
+    let files: Vec<String> = match files {
+        Ok(files) => files
+            .into_iter()
+            .filter(|f| f.starts_with(&prefix))
+            .collect(),
+        Err(refusal) => return Ok(tool_error(refusal, "the folder")),
+    };
     let total = files.len();
     let mut out = IndexOutput::default();
     for (done, batch) in files.chunks(BATCH).enumerate() {
@@ -112,14 +126,18 @@ pub(crate) async fn index(
             return Err(HandlerError::new("indexing was cancelled"));
         }
         let (root, batch, mut part) = (root.clone(), batch.to_vec(), std::mem::take(&mut out));
-        out = tokio::task::spawn_blocking(move || {
+        let indexed = tokio::task::spawn_blocking(move || {
             for path in &batch {
-                add(&mut part, &root, path);
+                add(&mut part, &root, path).map_err(|r| (r, path.clone()))?;
             }
-            part
+            Ok(part)
         })
         .await
         .map_err(|_| HandlerError::new("indexing failed"))?;
+        out = match indexed {
+            Ok(part) => part,
+            Err((refusal, path)) => return Ok(tool_error(refusal, &path)),
+        };
         let seen = ((done + 1) * BATCH).min(total);
         let message = format!(
             "indexed {seen} of {total} files ({} MiB)",
@@ -128,5 +146,5 @@ pub(crate) async fn index(
         ctx.progress(seen as f64, Some(total as f64), Some(&message))
             .await;
     }
-    Ok(Json(out))
+    Json(out).into_tool_result()
 }

@@ -11,6 +11,7 @@
 //! - the `review_file` prompt embeds a file and asks for a review;
 //! - file paths complete in the prompt argument and in the template variable.
 
+mod errors;
 mod fs;
 mod index;
 mod search;
@@ -21,26 +22,20 @@ use std::time::Duration;
 use serde_json::json;
 use snodo::protocol::Dialect;
 use snodo::{
-    CacheHint, CacheScope, CompletionRequest, Content, HandlerError, Json, Prompt, PromptMessage,
+    CacheHint, CacheScope, CompletionRequest, Content, HandlerError, Prompt, PromptMessage,
     PromptResult, RateLimit, ReadRequest, RequestContext, Resource, ResourceContents, ResourceInfo,
     ResourceTemplate, RpcError, Runtime, RuntimeBuilder, Tool,
 };
 
+use self::errors::handler_error;
 use self::fs::{Refusal, Root, mime_type};
 use self::search::{SearchArgs, SearchOutput};
 
 fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents>, HandlerError> {
-    let path = match root.resolve(relative) {
-        Ok(p) => p,
-        Err(Refusal::NotFound | Refusal::Outside) => return Err(HandlerError::NotFound),
-        Err(Refusal::TooLarge) => {
-            return Err(RpcError::invalid_params(format!(
-                "{relative} is larger than the 8 MiB read limit"
-            ))
-            .into());
-        }
-    };
-    let bytes = std::fs::read(&path).map_err(|_| HandlerError::NotFound)?;
+    let path = root
+        .resolve(relative)
+        .map_err(|r| handler_error(r, relative))?;
+    let bytes = std::fs::read(&path).map_err(|e| handler_error(Refusal::from_io(&e), relative))?;
     let mime = mime_type(relative);
     Ok(vec![match String::from_utf8(bytes) {
         Ok(text) => {
@@ -54,11 +49,20 @@ fn read(root: &Root, relative: &str, uri: String) -> Result<Vec<ResourceContents
     }])
 }
 
-fn complete_path(root: &Root, req: &CompletionRequest) -> Vec<String> {
-    root.files()
+fn complete_path(root: &Root, req: &CompletionRequest) -> Result<Vec<String>, HandlerError> {
+    let files = root.files().map_err(|r| handler_error(r, "the folder"))?;
+    Ok(files
         .into_iter()
         .filter(|f| f.starts_with(&req.value))
-        .collect()
+        .collect())
+}
+
+fn list(root: &Root) -> Result<Vec<ResourceInfo>, HandlerError> {
+    let files = root.files().map_err(|r| handler_error(r, "the folder"))?;
+    Ok(files
+        .into_iter()
+        .map(|f| ResourceInfo::new(root.uri(&f), f.clone()).mime_type(mime_type(&f)))
+        .collect())
 }
 
 /// Builds the demo runtime over `dir`.
@@ -99,22 +103,15 @@ pub(crate) fn builder(
             .lister(move |_ctx| {
                 let root = r2.clone();
                 async move {
-                    let files = tokio::task::spawn_blocking(move || {
-                        root.files()
-                            .into_iter()
-                            .map(|f| {
-                                ResourceInfo::new(root.uri(&f), f.clone()).mime_type(mime_type(&f))
-                            })
-                            .collect()
-                    });
+                    let files = tokio::task::spawn_blocking(move || list(&root));
                     files
                         .await
-                        .map_err(|_| HandlerError::Failed("listing failed".into()))
+                        .map_err(|_| HandlerError::Failed("listing failed".into()))?
                 }
             })
             .completer(move |req, _ctx| {
                 let root = r3.clone();
-                async move { Ok(complete_path(&root, &req)) }
+                async move { complete_path(&root, &req) }
             })
     };
 
@@ -142,19 +139,7 @@ pub(crate) fn builder(
             .max_concurrent(4)
             .rate_limit(RateLimit::per_principal(30, Duration::from_secs(10)))
             .output::<SearchOutput>()
-            .handler(move |args: SearchArgs, ctx: RequestContext| {
-                let root = root.clone();
-                async move {
-                    if args.query.trim().is_empty() {
-                        return Err(HandlerError::new("query must not be empty"));
-                    }
-                    let cancel = ctx.cancellation().clone();
-                    let out = tokio::task::spawn_blocking(move || search::search(&root, &args, &|| cancel.is_cancelled()))
-                        .await
-                        .map_err(|_| HandlerError::new("search failed"))?;
-                    Ok(Json(out))
-                }
-            })
+            .handler(move |args: SearchArgs, ctx: RequestContext| search::run(root.clone(), args, ctx))
     };
 
     let index_tool = {
@@ -201,7 +186,7 @@ pub(crate) fn builder(
             })
             .completer(move |req, _ctx| {
                 let root = r2.clone();
-                async move { Ok(complete_path(&root, &req)) }
+                async move { complete_path(&root, &req) }
             })
     };
 

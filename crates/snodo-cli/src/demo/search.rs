@@ -2,8 +2,10 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use snodo::{HandlerError, IntoToolResult, Json, RequestContext, ToolResult};
 
-use super::fs::{MAX_FILE_BYTES, Root};
+use super::errors::tool_error;
+use super::fs::{Refusal, Root};
 
 /// Arguments of `search`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -40,8 +42,35 @@ pub(crate) struct SearchOutput {
     pub(crate) truncated: bool,
 }
 
-/// Runs a search; `cancelled` is polled between files.
-pub(crate) fn search(root: &Root, args: &SearchArgs, cancelled: &dyn Fn() -> bool) -> SearchOutput {
+/// The `search` tool's handler: the walk runs on a blocking thread and stops when the
+/// call is cancelled; a folder or file the system cannot read now fails the call with a
+/// retryable tool error rather than answering fewer matches.
+pub(crate) async fn run(
+    root: Root,
+    args: SearchArgs,
+    ctx: RequestContext,
+) -> Result<ToolResult, HandlerError> {
+    if args.query.trim().is_empty() {
+        return Err(HandlerError::new("query must not be empty"));
+    }
+    let cancel = ctx.cancellation().clone();
+    let out = tokio::task::spawn_blocking(move || search(&root, &args, &|| cancel.is_cancelled()))
+        .await
+        .map_err(|_| HandlerError::new("search failed"))?;
+    match out {
+        Ok(out) => Json(out).into_tool_result(),
+        Err((refusal, what)) => Ok(tool_error(refusal, &what)),
+    }
+}
+
+/// Runs a search; `cancelled` is polled between files. A file that vanished, is too
+/// large or is not text is skipped; a system short of resources stops the search
+/// (with what it could not read).
+pub(crate) fn search(
+    root: &Root,
+    args: &SearchArgs,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<SearchOutput, (Refusal, String)> {
     let needle = args.query.to_lowercase();
     let limit = args.max_results.unwrap_or(50).clamp(1, 500) as usize;
     let mut out = SearchOutput {
@@ -49,28 +78,32 @@ pub(crate) fn search(root: &Root, args: &SearchArgs, cancelled: &dyn Fn() -> boo
         files_searched: 0,
         truncated: false,
     };
-    for rel in root.files() {
+    let files = root.files().map_err(|r| (r, "the folder".to_owned()))?;
+    for rel in files {
         if cancelled() {
             break;
         }
         if args.path.as_deref().is_some_and(|p| !rel.starts_with(p)) {
             continue;
         }
-        let Ok(path) = root.resolve(&rel) else {
-            continue;
+        let path = match root.resolve(&rel) {
+            Ok(path) => path,
+            Err(unavailable @ Refusal::Unavailable(_)) => return Err((unavailable, rel)),
+            Err(_) => continue,
         };
-        if path.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) => match Refusal::from_io(&e) {
+                unavailable @ Refusal::Unavailable(_) => return Err((unavailable, rel)),
+                _ => continue,
+            },
         };
         out.files_searched += 1;
         for (i, line) in text.lines().enumerate() {
             if line.to_lowercase().contains(&needle) {
                 if out.matches.len() == limit {
                     out.truncated = true;
-                    return out;
+                    return Ok(out);
                 }
                 let trimmed: String = line.trim().chars().take(200).collect();
                 out.matches.push(Match {
@@ -81,5 +114,5 @@ pub(crate) fn search(root: &Root, args: &SearchArgs, cancelled: &dyn Fn() -> boo
             }
         }
     }
-    out
+    Ok(out)
 }

@@ -1,0 +1,166 @@
+//! The demo (`snodo serve`) as a child process, over HTTP or stdio, one request at a
+//! time: shared by the demo's wire tests.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+use snodo_testkit::Request;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_snodo");
+
+/// A fresh folder under the target's temporary directory.
+pub fn folder(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+/// Writes `text` at `rel` under `dir`, creating the folders.
+pub fn write(dir: &Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// How the test talks to the demo.
+pub enum Transport {
+    Http(SocketAddr),
+    Stdio {
+        stdin: ChildStdin,
+        lines: mpsc::Receiver<String>,
+    },
+}
+
+/// A running demo; killed on drop.
+pub struct Demo {
+    child: Child,
+    transport: Transport,
+}
+
+impl Demo {
+    /// `snodo serve --root ROOT` over HTTP on a free loopback port.
+    pub fn http(root: &Path) -> Self {
+        Self::http_with(root, &[], None)
+    }
+
+    /// The same, with extra arguments and, with `nofile`, the descriptor limit
+    /// (`ulimit -n`) the process starts under.
+    pub fn http_with(root: &Path, extra: &[&str], nofile: Option<u32>) -> Self {
+        let mut cmd = match nofile {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(BIN);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        let mut child = cmd
+            .args(["serve", "--addr", "127.0.0.1:0", "--root"])
+            .arg(root)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .and_then(|w| w.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .parse()
+            .unwrap();
+        Self {
+            child,
+            transport: Transport::Http(addr),
+        }
+    }
+
+    /// `snodo serve --stdio --root ROOT`.
+    pub fn stdio(root: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--stdio", "--root"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            child,
+            transport: Transport::Stdio { stdin, lines },
+        }
+    }
+
+    /// The HTTP address (panics on stdio).
+    pub fn addr(&self) -> SocketAddr {
+        match &self.transport {
+            Transport::Http(addr) => *addr,
+            Transport::Stdio { .. } => panic!("not an HTTP demo"),
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `request` and returns the final JSON-RPC message answering it.
+    pub fn rpc(&mut self, request: &Request) -> Value {
+        match &mut self.transport {
+            Transport::Http(addr) => {
+                let mut stream = TcpStream::connect(*addr).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(20)))
+                    .unwrap();
+                stream
+                    .write_all(request.http(&addr.to_string()).as_bytes())
+                    .unwrap();
+                let mut buf = Vec::new();
+                stream.read_to_end(&mut buf).unwrap();
+                snodo_testkit::http::parse(&buf).message()
+            }
+            Transport::Stdio { stdin, lines } => {
+                writeln!(stdin, "{}", request.body()).unwrap();
+                stdin.flush().unwrap();
+                let line = lines
+                    .recv_timeout(Duration::from_secs(20))
+                    .expect("an answer within 20 s");
+                serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"))
+            }
+        }
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
