@@ -8,6 +8,9 @@
 //!   once, 30 calls per 10 s per caller;
 //! - the `index_folder` tool (a task for clients with the tasks extension) walks the
 //!   folder, reports its progress and returns totals per extension and the largest files;
+//!   it reads every file whole, so it is held tighter: 60 s, 2 at once (a task holds its
+//!   slot until it ends), 6 calls per 60 s per caller;
+//! - both tools declare every hint: read-only, not destructive, idempotent, closed world;
 //! - the `review_file` prompt embeds a file and asks for a review;
 //! - file paths complete in the prompt argument and in the template variable.
 
@@ -135,6 +138,9 @@ pub(crate) fn builder(
             .title("Search files")
             .description("Case-insensitive text search across the files of the served folder. Returns matching lines with their file path and line number.")
             .read_only()
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false)
             .timeout(Duration::from_secs(10))
             .max_concurrent(4)
             .rate_limit(RateLimit::per_principal(30, Duration::from_secs(10)))
@@ -148,6 +154,12 @@ pub(crate) fn builder(
             .title("Index the folder")
             .description("Walks the served folder and summarises it: files, bytes and lines per extension, the largest files. Runs as a task for clients that support the tasks extension (progress in the task's status message).")
             .read_only()
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false)
+            .timeout(Duration::from_secs(60))
+            .max_concurrent(2)
+            .rate_limit(RateLimit::per_principal(6, Duration::from_secs(60)))
             .task(snodo::tasks::TaskSupport::Optional)
             .output::<index::IndexOutput>()
             .handler(move |args: index::IndexArgs, ctx: RequestContext| index::index(root.clone(), args, ctx))
