@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use snodo_client::{Client, ClientError, Protocol};
+
+use crate::client_args::{self, CallShortcut};
 
 /// Arguments of `snodo client`.
 #[derive(Args, Debug)]
@@ -75,26 +77,11 @@ fn split_command(line: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `call TOOL k=v ...` → the `tools/call` params (a value that parses as JSON is JSON,
-/// else a string).
-fn call_params(words: &[String]) -> Result<Value, String> {
-    let Some((tool, rest)) = words.split_first() else {
-        return Err("call needs a tool name: snodo client ... call TOOL [key=value ...]".into());
-    };
-    let mut args = Map::new();
-    for kv in rest {
-        let Some((k, v)) = kv.split_once('=') else {
-            return Err(format!("{kv:?} is not key=value"));
-        };
-        let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
-        args.insert(k.to_owned(), v);
-    }
-    Ok(json!({"name": tool, "arguments": args}))
-}
-
 fn request(args: &ClientArgs) -> Result<(String, Value), String> {
     if args.method == "call" {
-        return Ok(("tools/call".into(), call_params(&args.params)?));
+        // Checked before connecting; typed by the tool's schema once connected.
+        let call = CallShortcut::parse(&args.params)?;
+        return Ok(("tools/call".into(), call.params(None)?));
     }
     let params = match args.params.as_slice() {
         [] => json!({}),
@@ -181,6 +168,14 @@ pub(crate) async fn run(args: ClientArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return print_error(&e),
     };
+    let params = match client_args::call_params(&client, &args.method, &args.params, params).await {
+        Ok(p) => p,
+        Err(e) => {
+            client.close().await;
+            eprintln!("snodo client: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let outcome = execute(&client, &method, params).await;
     client.close().await;
     match outcome {
@@ -208,19 +203,5 @@ mod tests {
         );
         assert!(split_command("a 'b").is_err());
         assert!(split_command("   ").is_err());
-    }
-
-    #[test]
-    fn call_shortcut_arguments() {
-        let words: Vec<String> = ["echo", "text=hi", "n=3", "o={\"a\":1}"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-        assert_eq!(
-            call_params(&words).unwrap_or_default(),
-            json!({"name": "echo", "arguments": {"text": "hi", "n": 3, "o": {"a": 1}}})
-        );
-        assert!(call_params(&[]).is_err());
-        assert!(call_params(&["t".into(), "novalue".into()]).is_err());
     }
 }

@@ -7,6 +7,8 @@
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
+mod client_args;
+#[cfg(feature = "client")]
 mod client_conformance;
 mod demo;
 mod fixture;
