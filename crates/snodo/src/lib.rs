@@ -4,9 +4,9 @@
 //!
 //! Mental model: `async fn(HTTP POST) -> JSON or SSE`, with no session anywhere. snodo
 //! serves the stateless **2026-07-28** revision by default; an application can opt into
-//! the initialize-era revisions **2025-11-25** and **2025-06-18** on the same endpoint,
-//! still without session IDs, so any number of instances can sit behind a plain load
-//! balancer.
+//! the initialize-era revisions **2025-11-25**, **2025-06-18** and **2025-03-26** on the
+//! same endpoint, still without session IDs, so any number of instances can sit behind a
+//! plain load balancer.
 //!
 //! Describe tools, resources and prompts once in a [`Runtime`]; serve it with
 //! [`serve`](http::serve), or mount [`McpService`](http::McpService) in your own
@@ -57,6 +57,7 @@
 //! | 2026-07-28 | by default | `MCP-Protocol-Version: 2026-07-28` + `params._meta` |
 //! | 2025-11-25 | [`RuntimeBuilder::protocols`] | `initialize`, then the version header |
 //! | 2025-06-18 | [`RuntimeBuilder::protocols`] | `initialize`, then the version header |
+//! | 2025-03-26 | [`RuntimeBuilder::protocols`] | `initialize`, then no version header (a request without one is served as 2025-03-26); JSON-RPC batches |
 
 #![forbid(unsafe_code)]
 
