@@ -3,8 +3,10 @@
 //! internal error marked retryable — instead of "Resource not found" or an empty
 //! success; and once descriptors are free again, they work.
 //!
-//! The demo runs under `ulimit -n 64`; idle connections take its descriptors; the
-//! requests travel on a connection opened before.
+//! The running demo's soft `RLIMIT_NOFILE` is lowered (`prlimit --pid`) to its lowest
+//! free descriptor number, so that every `open` fails with EMFILE exactly as when
+//! connections or files have taken them all; the requests travel on a connection (HTTP)
+//! or the pipes (stdio) opened before.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,6 +14,8 @@ mod demo_support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use demo_support::{Demo, folder, write};
@@ -80,98 +84,111 @@ fn complete(buf: &[u8]) -> bool {
     }
 }
 
-fn read(conn: &mut KeepAlive, uri: &str) -> Value {
-    conn.rpc(
-        &R2026_07_28
-            .request("resources/read")
-            .id(1)
-            .params(json!({"uri": uri})),
-    )
+/// The process's open descriptor numbers.
+fn open_fds(pid: u32) -> Vec<u64> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
 }
 
-fn search(conn: &mut KeepAlive) -> Value {
-    conn.rpc(
-        &R2026_07_28
-            .request("tools/call")
-            .id(2)
-            .params(json!({"name": "search", "arguments": {"query": "needle"}})),
-    )
+/// Sets the soft descriptor limit of `pid`.
+fn set_soft_limit(pid: u32, soft: u64) {
+    let status = Command::new("prlimit")
+        .arg(format!("--pid={pid}"))
+        .arg(format!("--nofile={soft}:"))
+        .status()
+        .expect("prlimit (util-linux) runs");
+    assert!(status.success(), "prlimit --nofile={soft}: {status}");
 }
 
-fn list(conn: &mut KeepAlive) -> Value {
-    conn.rpc(
-        &R2026_07_28
-            .request("resources/list")
-            .id(3)
-            .params(json!({})),
-    )
+/// The soft descriptor limit of `pid`.
+fn soft_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
 }
 
-/// The demo's descriptor limit.
-const LIMIT: usize = 64;
-
-/// The process's open descriptors numbered below [`LIMIT`] (an inherited one above it
-/// does not count: `open` fails when every number below the limit is taken).
-fn below_limit(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| {
-        dir.flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<usize>().ok())
-            .filter(|&fd| fd < LIMIT)
-            .count()
-    })
+/// Every descriptor number below the new limit is taken: the next `open` is EMFILE.
+fn starve(pid: u32) {
+    let open = open_fds(pid);
+    let lowest_free = (0..).find(|n| !open.contains(n)).unwrap();
+    set_soft_limit(pid, lowest_free);
 }
 
-#[test]
-fn out_of_descriptors_is_a_retryable_internal_error() {
-    let root = folder("demo-descriptors");
-    write(&root, "a.txt", "a needle here\n");
+fn read(rpc: &mut dyn FnMut(&Request) -> Value, root: &Path) -> Value {
     let uri = format!("file://{}/a.txt", root.display());
-    let demo = Demo::http_with(&root, &[], Some(LIMIT as u32));
-    let mut conn = KeepAlive::open(demo.addr());
-    let ok = read(&mut conn, &uri);
+    rpc(&R2026_07_28
+        .request("resources/read")
+        .id(1)
+        .params(json!({"uri": uri})))
+}
+
+fn search(rpc: &mut dyn FnMut(&Request) -> Value) -> Value {
+    rpc(&R2026_07_28
+        .request("tools/call")
+        .id(2)
+        .params(json!({"name": "search", "arguments": {"query": "needle"}})))
+}
+
+fn list(rpc: &mut dyn FnMut(&Request) -> Value) -> Value {
+    rpc(&R2026_07_28
+        .request("resources/list")
+        .id(3)
+        .params(json!({})))
+}
+
+fn review(rpc: &mut dyn FnMut(&Request) -> Value) -> Value {
+    rpc(&R2026_07_28
+        .request("prompts/get")
+        .id(4)
+        .params(json!({"name": "review_file", "arguments": {"path": "a.txt"}})))
+}
+
+fn assert_retryable(r: &Value, what: &str) {
+    let error = &r["error"];
+    assert_eq!(error["code"], -32603, "{what}: an internal error: {r}");
+    assert_eq!(error["data"]["retryable"], true, "{what}: {r}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("retry") && message.contains("Too many open files"),
+        "{what}: {message}"
+    );
+}
+
+/// Starves the demo, checks each answer, gives the descriptors back, checks again.
+fn out_of_descriptors(pid: u32, root: &Path, rpc: &mut dyn FnMut(&Request) -> Value) {
+    let ok = read(rpc, root);
     assert_eq!(
         ok["result"]["contents"][0]["text"], "a needle here\n",
         "{ok}"
     );
+    let before = soft_limit(pid);
 
-    // Idle connections until the demo cannot accept more: it holds every descriptor.
-    let mut idle: Vec<TcpStream> = (0..80)
-        .map(|_| TcpStream::connect(demo.addr()).unwrap())
-        .collect();
-    let taken = || below_limit(demo.pid());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while taken() < LIMIT && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(taken(), LIMIT, "every descriptor taken");
-
-    let r = read(&mut conn, &uri);
-    let error = &r["error"];
-    assert_eq!(
-        error["code"], -32603,
-        "an internal error, not not-found: {r}"
-    );
-    assert_eq!(error["data"]["retryable"], true, "{r}");
-    let message = error["message"].as_str().unwrap();
+    starve(pid);
+    let r = read(rpc, root);
+    assert_retryable(&r, "resources/read of an existing file");
     assert!(
-        message.contains("a.txt") && message.contains("retry"),
-        "{message}"
+        r["error"]["message"].as_str().unwrap().contains("a.txt"),
+        "{r}"
     );
-    assert!(message.contains("Too many open files"), "{message}");
-
-    let s = search(&mut conn);
-    assert_eq!(s["result"]["isError"], true, "not an empty success: {s}");
+    assert_retryable(&review(rpc), "review_file of an existing file");
+    assert_retryable(&list(rpc), "resources/list");
+    let s = search(rpc);
+    assert_eq!(
+        s["result"]["isError"], true,
+        "search: not an empty success: {s}"
+    );
     assert_eq!(s["result"]["_meta"]["io.snodo/retryable"], true, "{s}");
 
-    let l = list(&mut conn);
-    assert_eq!(l["error"]["code"], -32603, "not an empty list: {l}");
-    assert_eq!(l["error"]["data"]["retryable"], true, "{l}");
-
-    // Descriptors free again: the same requests succeed.
-    idle.clear();
+    set_soft_limit(pid, before);
     let deadline = Instant::now() + Duration::from_secs(10);
     let again = loop {
-        let r = read(&mut conn, &uri);
+        let r = read(rpc, root);
         if r.get("result").is_some() || Instant::now() > deadline {
             break r;
         }
@@ -181,9 +198,31 @@ fn out_of_descriptors_is_a_retryable_internal_error() {
         again["result"]["contents"][0]["text"], "a needle here\n",
         "{again}"
     );
-    let s = search(&mut conn);
+    let s = search(rpc);
     assert_eq!(
         s["result"]["structuredContent"]["matches"][0]["path"], "a.txt",
         "{s}"
     );
+}
+
+fn tree(name: &str) -> std::path::PathBuf {
+    let root = folder(name);
+    write(&root, "a.txt", "a needle here\n");
+    root
+}
+
+#[test]
+fn out_of_descriptors_is_a_retryable_internal_error_over_http() {
+    let root = tree("demo-descriptors-http");
+    let demo = Demo::http(&root);
+    let mut conn = KeepAlive::open(demo.addr());
+    out_of_descriptors(demo.pid(), &root, &mut |r: &Request| conn.rpc(r));
+}
+
+#[test]
+fn out_of_descriptors_is_a_retryable_internal_error_over_stdio() {
+    let root = tree("demo-descriptors-stdio");
+    let mut demo = Demo::stdio(&root);
+    let pid = demo.pid();
+    out_of_descriptors(pid, &root, &mut |r: &Request| demo.rpc(r));
 }

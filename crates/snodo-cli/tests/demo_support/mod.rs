@@ -48,26 +48,9 @@ pub struct Demo {
 impl Demo {
     /// `snodo serve --root ROOT` over HTTP on a free loopback port.
     pub fn http(root: &Path) -> Self {
-        Self::http_with(root, &[], None)
-    }
-
-    /// The same, with extra arguments and, with `nofile`, the descriptor limit
-    /// (`ulimit -n`) the process starts under.
-    pub fn http_with(root: &Path, extra: &[&str], nofile: Option<u32>) -> Self {
-        let mut cmd = match nofile {
-            Some(n) => {
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                    .arg(BIN);
-                c
-            }
-            None => Command::new(BIN),
-        };
-        let mut child = cmd
+        let mut child = Command::new(BIN)
             .args(["serve", "--addr", "127.0.0.1:0", "--root"])
             .arg(root)
-            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
