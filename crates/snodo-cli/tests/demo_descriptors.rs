@@ -184,6 +184,12 @@ fn out_of_descriptors(pid: u32, root: &Path, rpc: &mut dyn FnMut(&Request) -> Va
         "search: not an empty success: {s}"
     );
     assert_eq!(s["result"]["_meta"]["io.snodo/retryable"], true, "{s}");
+    let i = rpc(&R2026_07_28
+        .request("tools/call")
+        .id(5)
+        .params(json!({"name": "index_folder", "arguments": {}})));
+    assert_eq!(i["result"]["isError"], true, "index_folder: {i}");
+    assert_eq!(i["result"]["_meta"]["io.snodo/retryable"], true, "{i}");
 
     set_soft_limit(pid, before);
     let deadline = Instant::now() + Duration::from_secs(10);
