@@ -231,4 +231,34 @@ mod tests {
         );
         assert_eq!(encode_path("a b/ç"), "a%20b/%C3%A7");
     }
+
+    #[test]
+    fn hidden_is_missing_and_no_descriptors_is_unavailable() {
+        let d = std::env::temp_dir().join(format!("snodo-fs-hidden-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(d.join(".git"));
+        let _ = std::fs::create_dir_all(d.join("node_modules/p"));
+        let _ = std::fs::write(d.join(".env"), "x");
+        let _ = std::fs::write(d.join(".git/config"), "x");
+        let _ = std::fs::write(d.join("node_modules/p/i.js"), "x");
+        let _ = std::fs::write(d.join("ok.txt"), "x");
+        let root = Root::new(&d).unwrap_or_else(|e| panic!("{e}"));
+        for hidden in [
+            ".env",
+            ".git/config",
+            "node_modules/p/i.js",
+            ".git",
+            "ok.txt/.x",
+        ] {
+            assert_eq!(root.resolve(hidden), Err(Refusal::NotFound), "{hidden}");
+        }
+        assert!(root.resolve("ok.txt").is_ok());
+        assert_eq!(root.files(), Ok(vec!["ok.txt".to_owned()]));
+        let emfile = io::Error::from_raw_os_error(24);
+        assert!(matches!(Refusal::from_io(&emfile), Refusal::Unavailable(_)));
+        let enoent = io::Error::from_raw_os_error(2);
+        assert_eq!(Refusal::from_io(&enoent), Refusal::NotFound);
+        let eacces = io::Error::from_raw_os_error(13);
+        assert!(matches!(Refusal::from_io(&eacces), Refusal::Failed(_)));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
