@@ -27,7 +27,16 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::body::Body;
-use super::head_deadline::{Expired, HeadDeadline, Tracked, Watched};
+use super::head_deadline::{Answering, Expired, HeadDeadline, Tracked, Watched};
+
+/// What a connection's handler answers: the response, its body carrying the request's
+/// [`Answering`] guard (see [`answered`]).
+pub(crate) type Answered = Result<Response<Tracked<Body>>, std::convert::Infallible>;
+
+/// The answer `resp` of the request `answering` stands for.
+pub(crate) fn answered(resp: Response<Body>, answering: Answering) -> Answered {
+    Ok(resp.map(|body| Tracked::new(body, answering)))
+}
 
 /// The limits of one listener's connections.
 #[derive(Clone, Copy, Debug)]
@@ -72,6 +81,10 @@ impl Open {
 /// Accepts connections on `listener` and serves each with `handler` until `shutdown`
 /// completes; then closes the connections that are between requests and gives back
 /// the others.
+///
+/// `handler` gets each request and the guard that says its response is in progress,
+/// and returns the future hyper polls as it is (no wrapper: each would be one more copy
+/// of the request's future).
 pub(crate) async fn accept<H, Fut>(
     listener: TcpListener,
     limits: ConnLimits,
@@ -79,8 +92,8 @@ pub(crate) async fn accept<H, Fut>(
     shutdown: impl Future<Output = ()>,
 ) -> Open
 where
-    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Response<Body>> + Send + 'static,
+    H: Fn(Request<Incoming>, Answering) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Answered> + Send + 'static,
 {
     let graceful = GracefulShutdown::new();
     let closing = CancellationToken::new();
@@ -140,8 +153,8 @@ struct Connection {
 impl Connection {
     async fn serve<H, Fut>(self, handler: H)
     where
-        H: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Response<Body>> + Send + 'static,
+        H: Fn(Request<Incoming>, Answering) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answered> + Send + 'static,
     {
         let Self {
             stream,
@@ -165,16 +178,7 @@ impl Connection {
         let deadline = HeadDeadline::new(limits.head_timeout, limits.write_timeout);
         let svc = {
             let deadline = Arc::clone(&deadline);
-            service_fn(move |req: Request<Incoming>| {
-                let answering = deadline.begin();
-                let answer = handler(req);
-                async move {
-                    let resp = answer.await;
-                    Ok::<_, std::convert::Infallible>(
-                        resp.map(|body| Tracked::new(body, answering)),
-                    )
-                }
-            })
+            service_fn(move |req: Request<Incoming>| handler(req, deadline.begin()))
         };
         let io = TokioIo::new(Watched::new(stream, Arc::clone(&deadline)));
         let conn = watcher.watch(builder.serve_connection(io, svc));

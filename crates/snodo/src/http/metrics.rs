@@ -38,19 +38,17 @@ pub(crate) async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let handler = move |req: http::Request<hyper::body::Incoming>| {
-        let metrics = metrics.clone();
-        async move {
-            if req.uri().path() == METRICS_PATH
-                && matches!(*req.method(), http::Method::GET | http::Method::HEAD)
-            {
-                metrics.response()
-            } else {
-                let mut r = Response::new(Body::empty());
-                *r.status_mut() = StatusCode::NOT_FOUND;
-                r
-            }
-        }
+    let handler = move |req: http::Request<hyper::body::Incoming>, answering| {
+        let resp = if req.uri().path() == METRICS_PATH
+            && matches!(*req.method(), http::Method::GET | http::Method::HEAD)
+        {
+            metrics.response()
+        } else {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::NOT_FOUND;
+            r
+        };
+        std::future::ready(conn::answered(resp, answering))
     };
     let open = conn::accept(listener, limits(), handler, shutdown).await;
     open.drain(Duration::from_secs(1), || {}, Duration::ZERO)

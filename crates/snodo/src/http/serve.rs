@@ -136,27 +136,15 @@ impl Server {
         };
         let service = self.service.clone();
         let routes = Arc::clone(&self.routes);
-        let handler = move |req: http::Request<hyper::body::Incoming>| {
+        let handler = move |req: http::Request<hyper::body::Incoming>, answering| {
             let service = service.clone();
             let routes = Arc::clone(&routes);
             async move {
-                match req.uri().path() {
+                let resp = match req.uri().path() {
                     ENDPOINT_PATH => service.handle(req).await,
-                    path => {
-                        let started = Instant::now();
-                        let method = req.method().clone();
-                        let path = path.to_owned();
-                        let resp = match path.as_str() {
-                            HEALTH_PATH => response::healthy(),
-                            path => match routes.get(path) {
-                                Some(route) => route(req.into_parts().0).await,
-                                None => response::not_found(),
-                            },
-                        };
-                        log_other_path(&method, &path, resp.status(), started);
-                        resp
-                    }
-                }
+                    _ => other_path(req, &routes).await,
+                };
+                conn::answered(resp, answering)
             }
         };
         let open = conn::accept(self.listener, limits, handler, shutdown).await;
@@ -177,6 +165,27 @@ impl Server {
     pub async fn run(self) -> Result<(), ServeError> {
         self.run_until(shutdown_signal()).await
     }
+}
+
+/// Answers a path other than the MCP endpoint (the health check, an extra route, or
+/// 404), and logs it.
+async fn other_path(
+    req: http::Request<hyper::body::Incoming>,
+    routes: &HashMap<String, RouteHandler>,
+) -> http::Response<Body> {
+    let started = Instant::now();
+    let (parts, _body) = req.into_parts();
+    // (Both cheap to clone: a small enum and shared bytes.)
+    let (method, uri) = (parts.method.clone(), parts.uri.clone());
+    let resp = match uri.path() {
+        HEALTH_PATH => response::healthy(),
+        path => match routes.get(path) {
+            Some(route) => route(parts).await,
+            None => response::not_found(),
+        },
+    };
+    log_other_path(&method, uri.path(), resp.status(), started);
+    resp
 }
 
 /// How long requests ended at the end of the drain have to write their final message.
