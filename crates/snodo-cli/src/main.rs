@@ -272,7 +272,13 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
     let server = Server::bind(runtime.clone(), addr, config)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            snodo::http::ServeError::NonLoopback { addr } => format!(
+                "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
+                 pass --allow-host NAME (repeatable) with the names clients use, or --any-host behind a proxy that checks Host"
+            ),
+            e => e.to_string(),
+        })?;
     let server = match &protection {
         Some(p) => {
             println!(

@@ -41,6 +41,9 @@ pub(crate) enum Ended {
     Done(Answer),
     Cancelled,
     TimedOut,
+    /// No result: the failure says why (the server stopped, the answer was past its
+    /// budget).
+    Failed(Failure),
 }
 
 impl Ended {
@@ -50,6 +53,7 @@ impl Ended {
             Self::Done(Ok(result)) => Some(result.message(id)),
             Self::Done(Err(e)) => Some(error_message(Some(id), e)),
             Self::TimedOut => Some(error_message(Some(id), &timeout_error())),
+            Self::Failed(f) => Some(error_message(Some(id), &f.to_error())),
             Self::Cancelled => None,
         }
     }
@@ -328,12 +332,33 @@ impl Execution {
     /// recorded with the HTTP `status` its transport answers with, if any.
     pub(crate) fn finish(&mut self, ended: &Ended, status: Option<u16>) -> Option<Bytes> {
         let message = ended.message(&self.id);
+        self.record_end(ended, message.as_ref(), status);
+        message
+    }
+
+    /// The request's id.
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Records how an execution ended and the final `message` its transport sends
+    /// (built with [`Ended::message`], and perhaps replaced since: [`finish`] does
+    /// both).
+    ///
+    /// [`finish`]: Self::finish
+    pub(crate) fn record_end(
+        &mut self,
+        ended: &Ended,
+        message: Option<&Bytes>,
+        status: Option<u16>,
+    ) {
         if !self.span.is_disabled() {
             let error_type = match ended {
                 Ended::Done(Ok(result)) => result.is_tool_error().then(|| "tool_error".to_owned()),
                 Ended::Done(Err(e)) => Some(e.code().0.to_string()),
                 Ended::TimedOut => Some("timeout".to_owned()),
                 Ended::Cancelled => None,
+                Ended::Failed(_) => Some("error".to_owned()),
             };
             trace::record_error(&self.span, error_type.as_deref());
         }
@@ -356,8 +381,9 @@ impl Execution {
                     r.summary.outcome = Outcome::Timeout;
                 }
                 Ended::Cancelled => r.summary.outcome = Outcome::Cancelled,
+                Ended::Failed(f) => r.failure(f),
             }
-            if let Some(m) = &message {
+            if let Some(m) = message {
                 r.add_bytes_out(m.len());
             }
             if let Some(s) = status {
@@ -365,7 +391,6 @@ impl Execution {
             }
         }
         self.record = None;
-        message
     }
 
     /// The messages the handler queued before it ended.
@@ -442,7 +467,7 @@ fn run(
         // timer and waiting on the shutdown token, which only work that waits needs.
         match futures_util::poll!(dispatch.as_mut()) {
             // A cancellation that came first still wins: a cancelled request sends no result.
-            Poll::Ready(_) if cancel.is_cancelled() => Ended::Cancelled,
+            Poll::Ready(_) if cancel.is_cancelled() => engine.cancelled_end(),
             Poll::Ready(out) => Ended::Done(out),
             Poll::Pending => Box::pin(wait(&engine, cancel, deadline, dispatch)).await,
         }
@@ -459,8 +484,8 @@ async fn wait(
     let ended = tokio::select! {
         biased;
         () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
-        () = cancel.cancelled() => Ended::Cancelled,
-        () = engine.root.cancelled() => Ended::Cancelled,
+        () = engine.root.cancelled() => engine.cancelled_end(),
+        () = cancel.cancelled() => engine.cancelled_end(),
         out = &mut dispatch => Ended::Done(out),
     };
     if !matches!(ended, Ended::Done(_)) {

@@ -21,6 +21,14 @@ impl Failure {
         Self::Overloaded(overloaded_error())
     }
 
+    /// The JSON-RPC error that tells the client, the failure kept.
+    pub(crate) fn to_error(&self) -> RpcError {
+        match self {
+            Self::Error(e) | Self::Overloaded(e) => e.clone(),
+            Self::TimedOut => timeout_error(),
+        }
+    }
+
     /// The JSON-RPC error that tells the client.
     pub(crate) fn into_error(self) -> RpcError {
         match self {
@@ -44,4 +52,11 @@ pub(crate) fn timeout_error() -> RpcError {
 /// The error of a request refused because every slot is busy and the queue is full.
 pub(crate) fn overloaded_error() -> RpcError {
     RpcError::internal("Server overloaded: too many requests in flight; retry later")
+}
+
+/// The error of a request still running when the server's shutdown drain ended.
+pub(crate) fn stopped_error() -> RpcError {
+    RpcError::internal(
+        "Server shutting down: the request did not finish within the shutdown drain period; retry later",
+    )
 }

@@ -81,6 +81,9 @@ pub(crate) struct Engine {
     /// later start cancelled. A plain load, where `root.is_cancelled()` would lock the
     /// root's mutex on every request.
     cancelled_all: AtomicBool,
+    /// Set by [`Engine::stop_all`] before it cancels everything: executions that end
+    /// for it end with a final error rather than silently.
+    stopped: AtomicBool,
     /// Cancelled when shutdown begins: long-lived subscriptions end at once.
     closing: CancellationToken,
     /// Open `subscriptions/listen` subscriptions.
@@ -101,6 +104,7 @@ impl Engine {
             inflight: Arc::new(InFlight::default()),
             root: CancellationToken::new(),
             cancelled_all: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             closing: CancellationToken::new(),
             listeners: AtomicUsize::new(0),
             observe,
@@ -116,6 +120,22 @@ impl Engine {
     pub(crate) fn cancel_all(&self) {
         self.cancelled_all.store(true, Ordering::Release);
         self.root.cancel();
+    }
+
+    /// Ends every request still executing with a final error that says the server is
+    /// shutting down (after the shutdown drain period), rather than silently.
+    pub(crate) fn stop_all(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.cancel_all();
+    }
+
+    /// How an execution that was cancelled ends: silently, unless the engine stopped.
+    pub(crate) fn cancelled_end(&self) -> Ended {
+        if self.stopped.load(Ordering::Acquire) {
+            Ended::Failed(Failure::Overloaded(failure::stopped_error()))
+        } else {
+            Ended::Cancelled
+        }
     }
 }
 

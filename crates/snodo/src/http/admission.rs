@@ -36,22 +36,31 @@ impl Refused {
     }
 }
 
-/// Strips the port (and IPv6 brackets) from an authority.
-fn host_of(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or_default();
-    }
-    // (A byte scan: `rsplit_once` with a `char` pattern cost ~120 instructions a request.)
-    match authority.bytes().rposition(|b| b == b':') {
-        Some(colon)
-            if authority.as_bytes()[colon + 1..]
-                .iter()
-                .all(u8::is_ascii_digit) =>
-        {
-            &authority[..colon]
+/// The host of an authority (`host`, `host:port`, `[v6]`, `[v6]:port`), without its
+/// port and brackets; `None` when it is malformed: anything after a closing bracket but
+/// a port (`[::1]evil.com`, `[::1].evil.com:80`, `[::1]@evil.com`), user info, a
+/// bracket elsewhere, or an empty host.
+fn host_of(authority: &str) -> Option<&str> {
+    // (Byte scans: `rsplit_once` with a `char` pattern cost ~120 instructions a request.)
+    let bytes = authority.as_bytes();
+    let is_port = |rest: &[u8]| rest.iter().all(u8::is_ascii_digit);
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        let close = rest.bytes().position(|b| b == b']')?;
+        let after = &rest.as_bytes()[close + 1..];
+        match after.split_first() {
+            None => {}
+            Some((b':', port)) if is_port(port) => {}
+            Some(_) => return None,
         }
-        _ => authority,
-    }
+        &rest[..close]
+    } else {
+        match bytes.iter().rposition(|&b| b == b':') {
+            Some(colon) if is_port(&bytes[colon + 1..]) => &authority[..colon],
+            _ => authority,
+        }
+    };
+    let malformed = host.is_empty() || host.bytes().any(|b| matches!(b, b'@' | b'[' | b']' | b'/'));
+    (!malformed).then_some(host)
 }
 
 fn listed(list: &[String], host: &str) -> bool {
@@ -70,7 +79,7 @@ pub(crate) fn check_origin(
             Seen::Absent => uri.authority().map(http::uri::Authority::as_str),
             Seen::Repeated(_) => None,
         };
-        if !host.is_some_and(|h| listed(allowed, host_of(h))) {
+        if !host.and_then(host_of).is_some_and(|h| listed(allowed, h)) {
             return Err(Refused::Host);
         }
     }
@@ -84,8 +93,7 @@ pub(crate) fn check_origin(
                 .is_some_and(|u| {
                     matches!(u.scheme_str(), Some("http" | "https"))
                         && u.authority().is_some_and(|a| {
-                            !a.as_str().contains('@')
-                                && listed(&cfg.allowed_origins, host_of(a.as_str()))
+                            host_of(a.as_str()).is_some_and(|h| listed(&cfg.allowed_origins, h))
                         })
                 });
             if ok { Ok(()) } else { Err(Refused::Origin) }
@@ -188,6 +196,23 @@ mod tests {
             .is_err()
         );
         assert!(check_origin(&cfg, &headers(&[]), &uri).is_err());
+        // Malformed hosts are refused, however close to a listed name (issue 37).
+        for bad in [
+            "[::1]evil.com",
+            "[::1].evil.com:80",
+            "[::1]@evil.com",
+            "[::1]:80x",
+            "[::1",
+            "user@localhost",
+            "localhost@evil.com:80",
+            "[]",
+            ":80",
+        ] {
+            assert!(
+                check_origin(&cfg, &headers(&[("host", bad)]), &uri).is_err(),
+                "{bad}"
+            );
+        }
         let ok = headers(&[("host", "localhost"), ("origin", "http://localhost:9999")]);
         assert!(check_origin(&cfg, &ok, &uri).is_ok());
         for bad in [

@@ -3,22 +3,30 @@
 //! requests, in order. Every member is admitted and executed on its own — through the
 //! same admission rules and the same execution gate as a single request, so the
 //! execution limits count every member — and a member that fails is answered in place
-//! without losing the others. Members run concurrently; their progress and log
+//! without losing the others. Members run concurrently, [`MEMBERS_AT_ONCE`] at a time
+//! (so that the answers built and not yet sent stay bounded); their progress and log
 //! notifications are not sent (a batch is answered by one JSON body).
+//!
+//! The answers have a byte budget (`HttpConfig::answer_limits`): each is an answer
+//! within the single-answer limit, and their sum stays within the batch's limit — a
+//! member whose answer would pass it is answered with a `-32603` error in its place,
+//! the others are kept. The answers are sent as they were built, one after the other
+//! (never copied into one buffer).
 
 use bytes::Bytes;
-use futures_util::future::join_all;
+use futures_util::StreamExt as _;
 use http::{Response, StatusCode};
 use serde_json::value::RawValue;
 
 use super::body::Body;
+use super::budget;
 use super::exec;
 use super::headers::RequestHeaders;
 use super::response;
 use super::select;
 use super::service::{self, Shared};
 use crate::protocol::jsonrpc::{Incoming, error_message};
-use crate::protocol::{ErrorCode, Method, RpcError};
+use crate::protocol::{ErrorCode, Method, RequestId, RpcError};
 use crate::runtime::context::Principal;
 
 /// Whether a body is a JSON array (a batch, or garbage that starts like one).
@@ -68,40 +76,69 @@ pub(super) async fn answer(
             ),
         );
     }
-    let answers = join_all(
-        members
-            .iter()
-            .map(|m| member(shared, headers, m.get().as_bytes(), principal.clone())),
-    )
-    .await;
-    let answers: Vec<Bytes> = answers.into_iter().flatten().collect();
-    if answers.is_empty() {
+    let max = shared.config.max_batch_answer_bytes;
+    // (The futures made first: a closure inside the stream would make the whole future
+    // not `Send` for every lifetime, as hyper needs.)
+    let members: Vec<_> = members
+        .iter()
+        .map(|m| member(shared, headers, m.get().as_bytes(), principal.clone()))
+        .collect();
+    let mut answers = futures_util::stream::iter(members).buffered(MEMBERS_AT_ONCE);
+    // `[`, `]`, and a comma between answers.
+    let mut total = 1usize;
+    let mut chunks = Vec::new();
+    while let Some(answer) = answers.next().await {
+        let Some((id, message)) = answer else {
+            continue;
+        };
+        let message = if total.saturating_add(message.len()) + 1 > max {
+            let failure = budget::too_large(
+                message.len(),
+                max,
+                "the server's limit of one batch's answers",
+            );
+            error_message(id.as_ref(), &failure.into_error())
+        } else {
+            message
+        };
+        total = total.saturating_add(message.len() + 1);
+        chunks.push(Bytes::from_static(if chunks.is_empty() {
+            b"["
+        } else {
+            b","
+        }));
+        chunks.push(message);
+    }
+    if chunks.is_empty() {
         return response::accepted();
     }
-    let mut out = Vec::with_capacity(answers.iter().map(|a| a.len() + 1).sum::<usize>() + 2);
-    out.push(b'[');
-    for (i, a) in answers.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(a);
-    }
-    out.push(b']');
-    response::json(StatusCode::OK, Bytes::from(out))
+    chunks.push(Bytes::from_static(b"]"));
+    let mut r = Response::new(Body::chunks(chunks));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
-/// One member: its response (requests), or nothing (notifications, responses, and
-/// requests cancelled while they ran).
+/// Members executing at once.
+const MEMBERS_AT_ONCE: usize = 8;
+
+/// One member: its id and response (requests), or nothing (notifications, responses,
+/// and requests cancelled while they ran).
 async fn member(
     shared: &std::sync::Arc<Shared>,
     headers: &RequestHeaders<'_>,
     raw: &[u8],
     principal: Option<Principal>,
-) -> Option<Bytes> {
+) -> Option<(Option<RequestId>, Bytes)> {
     let runtime = &shared.engine.runtime;
     let incoming = match service::parse_body(raw) {
         Ok(incoming) => incoming,
-        Err(r) => return Some(error_message(r.error.id(), &r.error)),
+        Err(r) => {
+            let id = r.error.id().cloned();
+            return Some((id, error_message(r.error.id(), &r.error)));
+        }
     };
     match incoming {
         Incoming::Request { id, method, params } => {
@@ -110,14 +147,16 @@ async fn member(
                     ErrorCode::INVALID_REQUEST,
                     "Invalid Request: initialize must not be part of a JSON-RPC batch",
                 );
-                return Some(error_message(Some(&id), &e));
+                return Some((Some(id.clone()), error_message(Some(&id), &e)));
             }
             match select::admit_request(runtime, headers, &id, &method, params) {
                 Ok(call) => {
                     let trace = service::trace_parent(headers);
-                    exec::execute_quiet(shared, id, call, principal, trace).await
+                    let answer =
+                        exec::execute_quiet(shared, id.clone(), call, principal, trace).await;
+                    answer.map(|a| (Some(id), a))
                 }
-                Err(r) => Some(error_message(Some(&id), &r.error)),
+                Err(r) => Some((Some(id.clone()), error_message(Some(&id), &r.error))),
             }
         }
         Incoming::Notification { method, params } => {

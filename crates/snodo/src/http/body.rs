@@ -1,5 +1,7 @@
-//! The response body: a complete buffer, or a stream of SSE frames.
+//! The response body: a complete buffer, complete buffers one after the other, or a
+//! stream of SSE frames.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -17,6 +19,9 @@ pub struct Body {
 #[derive(Debug)]
 enum Kind {
     Full(Option<Bytes>),
+    /// Complete buffers, written in turn (a batch's answers, each as it was built), and
+    /// their total length.
+    Chunks(VecDeque<Bytes>, u64),
     Stream(mpsc::Receiver<Bytes>),
 }
 
@@ -34,6 +39,15 @@ impl Body {
     pub fn empty() -> Self {
         Self {
             kind: Kind::Full(None),
+        }
+    }
+
+    /// A complete body made of `chunks`, written one after the other (no copy into
+    /// one buffer).
+    pub(crate) fn chunks(chunks: Vec<Bytes>) -> Self {
+        let len = chunks.iter().map(|c| c.len() as u64).sum();
+        Self {
+            kind: Kind::Chunks(chunks.into_iter().filter(|c| !c.is_empty()).collect(), len),
         }
     }
 
@@ -55,18 +69,27 @@ impl http_body::Body for Body {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.kind {
             Kind::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Kind::Chunks(chunks, len) => Poll::Ready(chunks.pop_front().map(|b| {
+                *len -= b.len() as u64;
+                Ok(Frame::data(b))
+            })),
             Kind::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.kind, Kind::Full(None))
+        match &self.kind {
+            Kind::Full(b) => b.is_none(),
+            Kind::Chunks(chunks, _) => chunks.is_empty(),
+            Kind::Stream(_) => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Kind::Full(None) => SizeHint::with_exact(0),
+            Kind::Chunks(_, len) => SizeHint::with_exact(*len),
             Kind::Stream(_) => SizeHint::default(),
         }
     }

@@ -46,6 +46,17 @@ pub struct HttpConfig {
     pub(crate) body_read_timeout: Duration,
     /// Most request headers (431 beyond).
     pub(crate) max_headers: usize,
+    /// Time a pending response write may go without progress (a client that stopped
+    /// reading) before the connection is dropped.
+    pub(crate) write_timeout: Duration,
+    /// Largest single answer, in bytes (a JSON-RPC error in its place beyond).
+    pub(crate) max_answer_bytes: usize,
+    /// Largest sum of a JSON-RPC batch's answers, in bytes (the members past it are
+    /// answered with an error).
+    pub(crate) max_batch_answer_bytes: usize,
+    /// Most bytes of large answers (64 KiB and more) built and not yet written to their
+    /// clients, over all connections (503 beyond).
+    pub(crate) max_buffered_answer_bytes: usize,
     /// Identifies the caller of every request (none: every caller is anonymous).
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
 }
@@ -65,6 +76,10 @@ impl fmt::Debug for HttpConfig {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("max_headers", &self.max_headers)
+            .field("write_timeout", &self.write_timeout)
+            .field("max_answer_bytes", &self.max_answer_bytes)
+            .field("max_batch_answer_bytes", &self.max_batch_answer_bytes)
+            .field("max_buffered_answer_bytes", &self.max_buffered_answer_bytes)
             .field("authenticator", &self.authenticator.is_some())
             .finish_non_exhaustive()
     }
@@ -87,6 +102,10 @@ impl Default for HttpConfig {
             header_read_timeout: Duration::from_secs(10),
             max_headers: 100,
             body_read_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_answer_bytes: 64 * 1024 * 1024,
+            max_batch_answer_bytes: 64 * 1024 * 1024,
+            max_buffered_answer_bytes: 256 * 1024 * 1024,
             authenticator: None,
         }
     }
@@ -207,6 +226,28 @@ impl HttpConfig {
     #[must_use]
     pub fn max_body_bytes(mut self, n: usize) -> Self {
         self.max_body_bytes = n;
+        self
+    }
+
+    /// Sets the time a pending response write may go without progress before the
+    /// connection is dropped (a client that stopped reading its answer). A client that
+    /// reads slowly but steadily keeps its connection however long its answer takes.
+    #[must_use]
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Sets the answer budgets, in bytes: the largest single answer, the largest sum
+    /// of one JSON-RPC batch's answers, and the most bytes of large answers (64 KiB
+    /// and more) built and not yet written, over all connections. An answer past a
+    /// budget is replaced by a JSON-RPC error (`-32603`; 503 with `Retry-After` for
+    /// the total).
+    #[must_use]
+    pub fn answer_limits(mut self, answer: usize, batch: usize, buffered: usize) -> Self {
+        self.max_answer_bytes = answer;
+        self.max_batch_answer_bytes = batch;
+        self.max_buffered_answer_bytes = buffered;
         self
     }
 }

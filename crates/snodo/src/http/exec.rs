@@ -15,9 +15,10 @@ use futures_util::future::Either;
 use http::{Response, StatusCode};
 
 use super::body::Body;
+use super::budget::AnswerBudget;
 use super::response;
 use super::service::Shared;
-use super::sse::{Gone, SseStream};
+use super::sse::{FRAMES_PER_EVENT, Gone, SseStream};
 use super::status;
 use crate::engine::observe::Record;
 use crate::engine::trace::TraceContext;
@@ -37,6 +38,23 @@ fn final_status(dialect: &Dialect, ended: &Ended) -> StatusCode {
         Ended::Done(Err(e)) => status::of_error(Some(dialect), e),
         Ended::TimedOut => status::of_failure(Some(dialect), &Failure::TimedOut),
         Ended::Cancelled => StatusCode::NO_CONTENT,
+        Ended::Failed(f) => status::of_failure(Some(dialect), f),
+    }
+}
+
+/// The final message of an ended execution within the answer budget: a message past it
+/// is replaced by the error that says so (and the execution's end with it).
+fn settle(budget: &AnswerBudget, id: &RequestId, ended: Ended) -> (Ended, Option<Bytes>) {
+    let Some(message) = ended.message(id) else {
+        return (ended, None);
+    };
+    match budget.charge(message) {
+        Ok(message) => (ended, Some(message)),
+        Err(failure) => {
+            let ended = Ended::Failed(failure);
+            let message = ended.message(id);
+            (ended, message)
+        }
     }
 }
 
@@ -122,17 +140,22 @@ fn answer(
                             return answer;
                         }
                     }
+                    let (ended, message) = settle(&shared.budget, id, ended);
                     let status = if pending.is_empty() { final_status(dialect, &ended) } else { StatusCode::OK };
-                    let Some(body) = exec.finish(&ended, Some(status.as_u16())) else {
+                    exec.record_end(&ended, message.as_ref(), Some(status.as_u16()));
+                    let retry = matches!(ended, Ended::Failed(Failure::Overloaded(_)));
+                    // (The result's tree goes now: only its bytes are sent.)
+                    drop(ended);
+                    let Some(body) = message else {
                         return response::cancelled();
                     };
                     if pending.is_empty() {
-                        return response::json(status, body);
+                        return response::answer(status, body, retry);
                     }
                     // Notifications were queued when the handler finished: send them first.
-                    let (sse, response) = SseStream::open(pending.len() + 1, keep_alive);
-                    for m in pending.iter().chain(std::iter::once(&body)) {
-                        sse.push_frame(response::sse_frame(m));
+                    let (sse, response) = SseStream::open((pending.len() + 1) * FRAMES_PER_EVENT, keep_alive);
+                    for m in pending.into_iter().chain(std::iter::once(body)) {
+                        sse.push(m);
                     }
                     return response;
                 }
@@ -146,6 +169,7 @@ fn answer(
         let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
         sse.push_frame(first);
         let open = engine.observe.stream("sse");
+        let shared = Arc::clone(shared);
         tokio::spawn(async move {
             let _open = open;
             loop {
@@ -156,16 +180,19 @@ fn answer(
                 };
                 match step {
                     Step::Message(m) => {
-                        if sse.send(&m).await.is_err() {
+                        if sse.send(m).await.is_err() {
                             break;
                         }
                     }
                     Step::Ended(ended) => {
                         for m in exec.drain() {
-                            let _ = sse.send(&m).await;
+                            let _ = sse.send(m).await;
                         }
-                        if let Some(body) = exec.finish(&ended, Some(200)) {
-                            let _ = sse.send(&body).await;
+                        let (ended, message) = settle(&shared.budget, exec.id(), ended);
+                        exec.record_end(&ended, message.as_ref(), Some(200));
+                        drop(ended);
+                        if let Some(body) = message {
+                            let _ = sse.send(body).await;
                         }
                         return;
                     }
@@ -207,7 +234,9 @@ pub(crate) async fn execute_quiet(
     loop {
         // Progress notifications (the request carried a token) have nowhere to go.
         if let Step::Ended(ended) = exec.next().await {
-            return exec.finish(&ended, None);
+            let (ended, message) = settle(&shared.budget, &id, ended);
+            exec.record_end(&ended, message.as_ref(), None);
+            return message;
         }
     }
 }

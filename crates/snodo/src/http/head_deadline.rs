@@ -12,7 +12,18 @@
 //! client that sends nothing, stalls mid-head or trickles its head byte by byte is cut
 //! off once the deadline passes, as before; while a response is being answered (an
 //! execution, an SSE stream) the deadline does not run.
+//!
+//! The same note keeps the connection's **write deadline** (issue 37): a response that
+//! the client does not read leaves hyper's writes pending. The socket wrapper
+//! ([`Watched`]) notes when a write first stayed pending and clears the note when a
+//! later write moves bytes, so a client that reads slowly but steadily keeps its
+//! connection for as long as its answer takes, and one that stops reading is dropped
+//! `write_timeout` after its last progress — not by the head deadline, which no longer
+//! runs while a write is pending (and restarts from the last write's progress). The
+//! common path (a write that completes) reads one atomic; the clock is read only on a
+//! pending write and on the progress after it.
 
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +32,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// What one connection's deadline reads.
@@ -29,9 +42,26 @@ pub(super) struct HeadDeadline {
     /// When the connection was accepted: the clock the note counts from.
     origin: Instant,
     timeout: Duration,
+    /// Time a pending write may go without progress.
+    write_timeout: Duration,
     /// Microseconds from `origin` to when the connection last started waiting for a
     /// head, in the low 48 bits; the responses in progress in the high 16.
     note: AtomicU64,
+    /// Microseconds from `origin` (plus one) to when a write first stayed pending
+    /// since the last progress; zero when no write is pending.
+    blocked: AtomicU64,
+    /// Wakes the deadline's task when a write starts pending (its deadline may be
+    /// nearer than the one the task sleeps to).
+    wake: Notify,
+}
+
+/// Why a connection's deadline passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Expired {
+    /// No request head in time.
+    Head,
+    /// A pending write made no progress in time (the client stopped reading).
+    Write,
 }
 
 const BUSY_ONE: u64 = 1 << 48;
@@ -39,12 +69,44 @@ const SINCE_MASK: u64 = BUSY_ONE - 1;
 
 impl HeadDeadline {
     /// A connection accepted now, waiting for its first head.
-    pub(super) fn new(timeout: Duration) -> Arc<Self> {
+    pub(super) fn new(timeout: Duration, write_timeout: Duration) -> Arc<Self> {
         Arc::new(Self {
             origin: Instant::now(),
             timeout,
+            write_timeout,
             note: AtomicU64::new(0),
+            blocked: AtomicU64::new(0),
+            wake: Notify::new(),
         })
+    }
+
+    /// Whether the connection is between requests: no response in progress and no
+    /// write pending (at shutdown, such a connection is closed at once).
+    pub(super) fn is_idle(&self) -> bool {
+        self.note.load(Ordering::Relaxed) < BUSY_ONE && self.blocked.load(Ordering::Relaxed) == 0
+    }
+
+    /// A write stayed pending: the write deadline starts, unless it already runs.
+    fn write_pending(&self) {
+        if self.blocked.load(Ordering::Relaxed) == 0 {
+            self.blocked
+                .store(self.since_origin().saturating_add(1), Ordering::Relaxed);
+            self.wake.notify_one();
+        }
+    }
+
+    /// A write moved bytes: a pending write's deadline ends, and the wait for the next
+    /// head counts from now.
+    fn write_progress(&self) {
+        if self.blocked.load(Ordering::Relaxed) != 0 {
+            self.blocked.store(0, Ordering::Relaxed);
+            let since = self.since_origin();
+            let _ = self
+                .note
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |note| {
+                    Some((note & !SINCE_MASK) | since)
+                });
+        }
     }
 
     /// A request head arrived: its response is in progress until the returned guard
@@ -61,29 +123,110 @@ impl HeadDeadline {
     }
 
     /// Completes when the connection has waited longer than the timeout for a head
-    /// with no response in progress.
-    pub(super) async fn expired(&self) {
+    /// with no response in progress and no write pending, or when a pending write made
+    /// no progress for the write timeout.
+    pub(super) async fn expired(&self) -> Expired {
         let sleep = tokio::time::sleep(self.timeout);
         tokio::pin!(sleep);
         loop {
-            sleep.as_mut().await;
-            let note = self.note.load(Ordering::Relaxed);
-            let next = if note >= BUSY_ONE {
-                // Answering: look again a whole period later (the deadline runs from
-                // the end of the response).
-                crate::engine::deadline(Instant::now(), self.timeout)
-            } else {
+            tokio::select! {
+                () = sleep.as_mut() => {}
+                () = self.wake.notified() => {}
+            }
+            let now = Instant::now();
+            let blocked = self.blocked.load(Ordering::Relaxed);
+            let next = if blocked != 0 {
                 let due = crate::engine::deadline(
-                    self.origin + Duration::from_micros(note & SINCE_MASK),
-                    self.timeout,
+                    self.origin + Duration::from_micros(blocked - 1),
+                    self.write_timeout,
                 );
-                if Instant::now() >= due {
-                    return;
+                if now >= due {
+                    return Expired::Write;
                 }
                 due
+            } else {
+                let note = self.note.load(Ordering::Relaxed);
+                if note >= BUSY_ONE {
+                    // Answering: look again a whole period later (the deadline runs
+                    // from the end of the response).
+                    crate::engine::deadline(now, self.timeout)
+                } else {
+                    let due = crate::engine::deadline(
+                        self.origin + Duration::from_micros(note & SINCE_MASK),
+                        self.timeout,
+                    );
+                    if now >= due {
+                        return Expired::Head;
+                    }
+                    due
+                }
             };
             sleep.as_mut().reset(next);
         }
+    }
+}
+
+/// A connection's socket, noting the progress of its writes in its [`HeadDeadline`].
+#[derive(Debug)]
+pub(super) struct Watched<S> {
+    io: S,
+    deadline: Arc<HeadDeadline>,
+}
+
+impl<S> Watched<S> {
+    pub(super) fn new(io: S, deadline: Arc<HeadDeadline>) -> Self {
+        Self { io, deadline }
+    }
+
+    fn noted<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match &polled {
+            Poll::Pending => self.deadline.write_pending(),
+            Poll::Ready(Ok(_)) => self.deadline.write_progress(),
+            Poll::Ready(Err(_)) => {}
+        }
+        polled
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.noted(polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.noted(polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
@@ -150,12 +293,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn runs_only_between_responses() {
         let t = Duration::from_millis(500);
-        let d = HeadDeadline::new(t);
+        let d = HeadDeadline::new(t, t);
         let start = Instant::now();
-        d.expired().await;
+        assert_eq!(d.expired().await, Expired::Head);
         assert!(start.elapsed() >= t && start.elapsed() < t * 2);
 
-        let d = HeadDeadline::new(t);
+        let d = HeadDeadline::new(t, t);
         let answering = d.begin();
         let watch = {
             let d = Arc::clone(&d);
@@ -176,11 +319,39 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn counts_responses_in_progress() {
         let t = Duration::from_millis(100);
-        let d = HeadDeadline::new(t);
+        let d = HeadDeadline::new(t, t);
         let (a, b) = (d.begin(), d.begin());
         drop(a);
         assert!(d.note.load(Ordering::Relaxed) >= BUSY_ONE);
         drop(b);
         assert!(d.note.load(Ordering::Relaxed) < BUSY_ONE);
+    }
+
+    /// A pending write is cut off by the write deadline, whatever the head deadline;
+    /// progress moves it, and the head deadline then runs from the last progress.
+    #[tokio::test(start_paused = true)]
+    async fn a_pending_write_has_its_own_deadline() {
+        let (head, write) = (Duration::from_secs(60), Duration::from_secs(2));
+        let d = HeadDeadline::new(head, write);
+        let answering = d.begin();
+        drop(answering);
+        let watch = {
+            let d = Arc::clone(&d);
+            tokio::spawn(async move { d.expired().await })
+        };
+        let start = Instant::now();
+        d.write_pending();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Progress, then pending again: the deadline counts from the new stall.
+        d.write_progress();
+        d.write_pending();
+        assert!(!d.is_idle());
+        let expired = watch.await.ok();
+        assert_eq!(expired, Some(Expired::Write));
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_secs(3) && waited < head,
+            "{waited:?}"
+        );
     }
 }

@@ -37,13 +37,13 @@ pub(crate) fn serve(
             match step {
                 ListenStep::Messages(ms) => {
                     for m in ms {
-                        if sse.send(&m).await.is_err() {
+                        if sse.send(m).await.is_err() {
                             return;
                         }
                     }
                 }
                 ListenStep::Closing(result) => {
-                    let _ = sse.send(&result).await;
+                    let _ = sse.send(result).await;
                     return;
                 }
                 ListenStep::Gone => return,

@@ -4,11 +4,15 @@ mod admission;
 mod auth;
 mod batch;
 mod body;
+mod budget;
 mod config;
+mod conn;
 mod exec;
 mod head_deadline;
 mod headers;
 mod listen;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics;
 mod response;
 mod select;
 mod serve;

@@ -20,6 +20,17 @@ pub(crate) fn json(status: StatusCode, bytes: Bytes) -> Response<Body> {
     r
 }
 
+/// The final answer of an execution, with `Retry-After` when the server had no
+/// capacity for it.
+pub(crate) fn answer(status: StatusCode, body: Bytes, retry_after: bool) -> Response<Body> {
+    let mut r = json(status, body);
+    if retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
 /// A JSON-RPC error response with an explicit status.
 pub(crate) fn rpc_error(
     status: StatusCode,

@@ -10,17 +10,15 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 
 use super::body::Body;
 use super::config::HttpConfig;
-use super::head_deadline::{HeadDeadline, Tracked};
+use super::conn::{self, ConnLimits};
 use super::response;
 use super::service::McpService;
+use crate::engine::observe::REQUEST_TARGET;
 use crate::runtime::Runtime;
 
 /// The path of the MCP endpoint.
@@ -38,6 +36,18 @@ pub enum ServeError {
     /// The configuration is unsafe for the address.
     #[error("{0}")]
     Config(String),
+    /// The address is not a loopback address and the Host/Origin allow-list is still
+    /// the loopback default, which would refuse every real client: configure
+    /// [`HttpConfig::allow_hosts`] with the names clients use (or
+    /// [`HttpConfig::any_host`] behind a proxy that checks Host).
+    #[error(
+        "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
+         configure HttpConfig::allow_hosts([...]) with the names clients use (or any_host() behind a proxy that checks Host)"
+    )]
+    NonLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
 }
 
 /// The handler of an extra route: the request head in (the body is not read), the
@@ -73,10 +83,7 @@ impl Server {
         config: HttpConfig,
     ) -> Result<Self, ServeError> {
         if !addr.ip().is_loopback() && config.allowed_hosts == HttpConfig::default().allowed_hosts {
-            return Err(ServeError::Config(format!(
-                "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
-                 configure HttpConfig::allow_hosts([...]) with the names clients use (or any_host() behind a proxy that checks Host)"
-            )));
+            return Err(ServeError::NonLoopback { addr });
         }
         let listener = TcpListener::bind(addr).await?;
         Ok(Self {
@@ -112,103 +119,44 @@ impl Server {
         self
     }
 
-    /// Serves until `shutdown` completes, then stops accepting and drains open
-    /// connections for up to the drain timeout.
+    /// Serves until `shutdown` completes, then stops accepting, closes the connections
+    /// that are between requests, and drains the others for up to the drain timeout.
+    /// Requests still running then end with a final JSON-RPC error (`-32603`, HTTP 503
+    /// when nothing was sent yet; the last event of an SSE stream), given a moment to
+    /// be written.
     pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
-        let graceful = GracefulShutdown::new();
         let cfg = self.service.config();
-        let connections =
-            std::sync::Arc::new(tokio::sync::Semaphore::new(cfg.max_connections.max(1)));
-        // HTTP/1.1 only: every limit below applies to it (MCP clients speak HTTP/1.1;
-        // put a proxy in front for HTTP/2 or TLS).
-        let mut builder = http1::Builder::new();
-        // The head read deadline is the connection's own (`head_deadline`), not hyper's
-        // `header_read_timeout`, which arms a timer per request.
-        builder.max_headers(cfg.max_headers);
-        let head_timeout = cfg.header_read_timeout;
-        tokio::pin!(shutdown);
-        loop {
-            let permit = tokio::select! {
-                p = std::sync::Arc::clone(&connections).acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break,
-                },
-                () = &mut shutdown => break,
-            };
-            let (stream, _peer) = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-                () = &mut shutdown => break,
-            };
-            let _ = stream.set_nodelay(true);
-            let service = self.service.clone();
-            let routes = Arc::clone(&self.routes);
-            let deadline = HeadDeadline::new(head_timeout);
-            let svc = {
-                let deadline = Arc::clone(&deadline);
-                service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let service = service.clone();
-                    let routes = Arc::clone(&routes);
-                    let answering = deadline.begin();
-                    async move {
-                        let resp = match req.uri().path() {
-                            ENDPOINT_PATH => service.handle(req).await,
-                            HEALTH_PATH => response::healthy(),
-                            path => match routes.get(path) {
-                                Some(route) => route(req.into_parts().0).await,
-                                None => response::not_found(),
-                            },
-                        };
-                        Ok::<_, std::convert::Infallible>(
-                            resp.map(|body| Tracked::new(body, answering)),
-                        )
-                    }
-                })
-            };
-            let builder = builder.clone();
-            let watcher = graceful.watcher();
-            tokio::spawn(async move {
-                // A client that sends nothing at all must not hold a connection slot.
-                let mut first = [0u8; 1];
-                match tokio::time::timeout(head_timeout, stream.peek(&mut first)).await {
-                    Ok(Ok(n)) if n > 0 => {}
-                    _ => return,
-                }
-                let conn = watcher.watch(builder.serve_connection(TokioIo::new(stream), svc));
-                // The connection runs in a task of its own, so that its requests never
-                // poll the deadline; this task wakes only at the deadline or at its end.
-                let mut serving = tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "connection ended with an error");
-                    }
-                });
-                tokio::select! {
-                    _ = &mut serving => {}
-                    () = deadline.expired() => {
-                        tracing::debug!("closing a connection that sent no request head in time");
-                        serving.abort();
-                        let _ = serving.await;
-                    }
-                }
-                drop(permit);
-            });
-        }
-        drop(self.listener);
+        // HTTP/1.1 only: every limit applies to it (MCP clients speak HTTP/1.1; put a
+        // proxy in front for HTTP/2 or TLS).
+        let limits = ConnLimits {
+            max_connections: cfg.max_connections,
+            head_timeout: cfg.header_read_timeout,
+            write_timeout: cfg.write_timeout,
+            max_headers: cfg.max_headers,
+        };
+        let service = self.service.clone();
+        let routes = Arc::clone(&self.routes);
+        let handler = move |req: http::Request<hyper::body::Incoming>, answering| {
+            let service = service.clone();
+            let routes = Arc::clone(&routes);
+            async move {
+                let resp = match req.uri().path() {
+                    ENDPOINT_PATH => service.handle(req).await,
+                    _ => other_path(req, &routes).await,
+                };
+                conn::answered(resp, answering)
+            }
+        };
+        let open = conn::accept(self.listener, limits, handler, shutdown).await;
         self.service.begin_shutdown();
-        if tokio::time::timeout(self.drain, graceful.shutdown())
-            .await
-            .is_err()
-        {
+        let service = self.service.clone();
+        let in_time = open
+            .drain(self.drain, move || service.stop_all(), FINAL_WRITE_GRACE)
+            .await;
+        if !in_time {
             tracing::warn!(
-                "shutdown: in-flight requests did not finish within the drain timeout; cancelling them"
+                "shutdown: in-flight requests did not finish within the drain timeout; they were ended with an error"
             );
-            self.service.cancel_all();
         }
         Ok(())
     }
@@ -217,6 +165,46 @@ impl Server {
     pub async fn run(self) -> Result<(), ServeError> {
         self.run_until(shutdown_signal()).await
     }
+}
+
+/// Answers a path other than the MCP endpoint (the health check, an extra route, or
+/// 404), and logs it.
+async fn other_path(
+    req: http::Request<hyper::body::Incoming>,
+    routes: &HashMap<String, RouteHandler>,
+) -> http::Response<Body> {
+    let started = Instant::now();
+    let (parts, _body) = req.into_parts();
+    // (Both cheap to clone: a small enum and shared bytes.)
+    let (method, uri) = (parts.method.clone(), parts.uri.clone());
+    let resp = match uri.path() {
+        HEALTH_PATH => response::healthy(),
+        path => match routes.get(path) {
+            Some(route) => route(parts).await,
+            None => response::not_found(),
+        },
+    };
+    log_other_path(&method, uri.path(), resp.status(), started);
+    resp
+}
+
+/// How long requests ended at the end of the drain have to write their final message.
+const FINAL_WRITE_GRACE: Duration = Duration::from_secs(1);
+
+/// The request log's line for a path other than the MCP endpoint (a health check, an
+/// extra route, a client's `.well-known` probe): the MCP fields do not apply.
+fn log_other_path(method: &http::Method, path: &str, status: http::StatusCode, started: Instant) {
+    let elapsed = started.elapsed();
+    tracing::info!(
+        target: REQUEST_TARGET,
+        message = "request",
+        transport = "http",
+        method = "-",
+        http_method = method.as_str(),
+        path = path.get(..200).unwrap_or(path),
+        status = status.as_u16(),
+        duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+    );
 }
 
 /// Completes on Ctrl-C or SIGTERM.

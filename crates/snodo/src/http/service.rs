@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::admission;
 use super::batch;
 use super::body::Body;
+use super::budget::AnswerBudget;
 use super::config::HttpConfig;
 use super::exec;
 use super::headers::{RequestHeaders, Seen};
@@ -39,6 +40,8 @@ use crate::runtime::context::Principal;
 pub(crate) struct Shared {
     pub(crate) engine: Arc<Engine>,
     pub(crate) config: HttpConfig,
+    /// The answers' byte budgets.
+    pub(crate) budget: AnswerBudget,
 }
 
 /// The Streamable HTTP MCP endpoint. Mount it at `/mcp` in any tower/hyper/axum stack;
@@ -64,9 +67,11 @@ impl McpService {
             request_timeout: config.request_timeout,
             max_listen_streams: config.max_listen_streams,
         };
+        let budget = AnswerBudget::new(config.max_answer_bytes, config.max_buffered_answer_bytes);
         let shared = Shared {
             engine: Arc::new(Engine::new(runtime, limits)),
             config,
+            budget,
         };
         Self {
             shared: Arc::new(shared),
@@ -89,6 +94,14 @@ impl McpService {
     /// drain period).
     pub fn cancel_all(&self) {
         self.shared.engine.cancel_all();
+    }
+
+    /// Ends every request still executing with a final JSON-RPC error (`-32603`, "Server
+    /// shutting down", HTTP 503 when nothing was sent yet, else the last event of its
+    /// SSE stream): what the server does when the shutdown drain period ends. Unlike
+    /// [`cancel_all`](Self::cancel_all), no request is left without an answer.
+    pub fn stop_all(&self) {
+        self.shared.engine.stop_all();
     }
 
     /// Answers one HTTP request.

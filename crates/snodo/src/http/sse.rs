@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Interval};
 
 use super::body::Body;
+use super::budget::LARGE;
 use super::response;
 
 /// The client closed the stream.
@@ -39,17 +40,25 @@ impl SseStream {
         )
     }
 
+    /// Queues a message as an event without waiting (the stream was just opened with
+    /// room for [`FRAMES_PER_EVENT`] frames a message).
+    pub(crate) fn push(&self, message: Bytes) {
+        for frame in frames(message).into_iter().flatten() {
+            let _ = self.tx.try_send(frame);
+        }
+    }
+
     /// Queues an already framed event without waiting (the stream was just opened).
     pub(crate) fn push_frame(&self, frame: Bytes) {
         let _ = self.tx.try_send(frame);
     }
 
     /// Sends one message as an event, waiting while the client is slow to read.
-    pub(crate) async fn send(&self, message: &[u8]) -> Result<(), Gone> {
-        self.tx
-            .send(response::sse_frame(message))
-            .await
-            .map_err(|_| Gone)
+    pub(crate) async fn send(&self, message: Bytes) -> Result<(), Gone> {
+        for frame in frames(message).into_iter().flatten() {
+            self.tx.send(frame).await.map_err(|_| Gone)?;
+        }
+        Ok(())
     }
 
     /// Keeps the stream alive while there is nothing to send; ends when the client has gone.
@@ -66,4 +75,21 @@ impl SseStream {
             }
         }
     }
+}
+
+/// The most frames one event takes.
+pub(crate) const FRAMES_PER_EVENT: usize = 3;
+
+/// The frames of one message as an event: one copy when it is small (one write), the
+/// message itself between its prefix and suffix when it is large (no copy of a large
+/// answer).
+fn frames(message: Bytes) -> [Option<Bytes>; FRAMES_PER_EVENT] {
+    if message.len() < LARGE {
+        return [Some(response::sse_frame(&message)), None, None];
+    }
+    [
+        Some(Bytes::from_static(b"data: ")),
+        Some(message),
+        Some(Bytes::from_static(b"\n\n")),
+    ]
 }

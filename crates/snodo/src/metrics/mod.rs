@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderValue, Response, header};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -201,36 +201,23 @@ impl Metrics {
         r
     }
 
-    /// Serves [`METRICS_PATH`] on `listener` (GET; any other path is 404) until the
-    /// listener fails.
+    /// Serves [`METRICS_PATH`] on `listener` (GET; any other path is 404) for the rest
+    /// of the process, under the MCP listener's connection limits (a head timeout of
+    /// 10 s, a write timeout of 30 s, at most 16 connections open at once, further ones
+    /// waiting in the accept backlog); a failed `accept` (out of descriptors) is
+    /// retried, never fatal.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        use hyper::server::conn::http1;
-        use hyper::service::service_fn;
-        use hyper_util::rt::TokioIo;
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let metrics = self.clone();
-            let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                let metrics = metrics.clone();
-                async move {
-                    let resp = if req.uri().path() == METRICS_PATH
-                        && matches!(*req.method(), http::Method::GET | http::Method::HEAD)
-                    {
-                        metrics.response()
-                    } else {
-                        let mut r = Response::new(Body::empty());
-                        *r.status_mut() = StatusCode::NOT_FOUND;
-                        r
-                    };
-                    Ok::<_, std::convert::Infallible>(resp)
-                }
-            });
-            tokio::spawn(async move {
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
+        crate::http::metrics::serve(self, listener, std::future::pending()).await;
+        Ok(())
+    }
+
+    /// [`serve`](Self::serve) until `shutdown` completes.
+    pub async fn serve_until(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        crate::http::metrics::serve(self, listener, shutdown).await;
     }
 
     /// The gauge of running tasks in `status` (`working`, `input_required`).
