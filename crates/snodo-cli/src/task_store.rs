@@ -14,8 +14,9 @@ pub(crate) struct TaskStoreArgs {
     #[arg(long = "task-store", default_value = "memory")]
     store: String,
     /// This process's instance id, which leases its running tasks; unique per live
-    /// process (default: random; with sqlite:PATH one derived from the path, so that a
-    /// restart fails the tasks the previous run left running).
+    /// process (default: random; with sqlite:PATH the lowest slot of the file that no
+    /// live process holds, so that a restart after a crash fails the tasks the previous
+    /// run left running at once, and a second live process touches none of them).
     #[arg(long = "task-instance", env = "SNODO_TASK_INSTANCE")]
     instance: Option<String>,
     /// Seconds a worker's lease lasts (renewed every third of it): a task whose
@@ -68,11 +69,18 @@ mod sql {
     /// and the default instance id.
     pub(super) async fn open(spec: &str) -> Option<Result<(TaskOptions, Option<String>), String>> {
         if let Some(path) = spec.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Some(Err(
+                    "--task-store sqlite: needs a file path, e.g. sqlite:tasks.db".to_owned(),
+                ));
+            }
             let opened = SqliteStore::open(path).await;
-            let instance = format!("sqlite:{path}");
             return Some(
                 opened
-                    .map(|s| (TaskOptions::new(Arc::new(s)), Some(instance)))
+                    .map(|s| {
+                        let instance = s.instance().to_owned();
+                        (TaskOptions::new(Arc::new(s)), Some(instance))
+                    })
                     .map_err(|e| format!("--task-store {spec}: {e}")),
             );
         }

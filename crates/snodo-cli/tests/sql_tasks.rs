@@ -124,9 +124,71 @@ fn sqlite_tasks_survive_a_kill_and_the_running_one_fails() {
     );
     drop(second.stdin);
     let _ = second.child.wait();
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = db.clone().into_os_string();
+    remove_db(&db);
+}
+
+fn remove_db(db: &Path) {
+    for suffix in ["", "-wal", "-shm", "-instance-0", "-instance-1"] {
+        let mut p = db.as_os_str().to_owned();
         p.push(suffix);
         let _ = std::fs::remove_file(p);
     }
+}
+
+fn status_of(f: &mut Fixture, id: &Value) -> Value {
+    f.call("tasks/get", json!({"taskId": id}))
+}
+
+/// Two live processes on one file: the second one's startup does not fail the first
+/// one's running task, and that task's result, stored when it finishes, is read through
+/// either (issue 37: the instance id came from the path, so the second process's
+/// recovery failed the task and its result was lost).
+#[test]
+fn a_second_live_process_leaves_the_first_ones_tasks_alone() {
+    let db = temp_db();
+    let mut first = Fixture::start(&db);
+    let running = first.call(
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 2}}),
+    );
+    let id = running["taskId"].clone();
+    let mut second = Fixture::start(&db);
+    let r = status_of(&mut second, &id);
+    assert_eq!(r["status"], "working", "the second process failed it: {r}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let done = loop {
+        let r = status_of(&mut second, &id);
+        if r["status"] != "working" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the task did not finish: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Computed"),
+        "{done}"
+    );
+    assert_eq!(status_of(&mut first, &id)["status"], "completed");
+    drop(first.stdin);
+    drop(second.stdin);
+    let _ = first.child.wait();
+    let _ = second.child.wait();
+    remove_db(&db);
+}
+
+/// `--task-store sqlite:` names no file: refused at startup, saying so.
+#[test]
+fn an_empty_sqlite_path_is_refused_at_startup() {
+    let out = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["fixture", "--stdio", "--task-store", "sqlite:"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("needs a file path"), "{stderr}");
 }

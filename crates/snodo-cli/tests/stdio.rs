@@ -281,3 +281,136 @@ fn the_fixture_reads_requests_from_a_file() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_session_answers(&lines);
 }
+
+/// A `tools/call` that works for `seconds` (synchronously: no tasks extension declared).
+fn slow_call(id: i64, seconds: f64) -> String {
+    R2026_07_28
+        .request("tools/call")
+        .id(id)
+        .params(json!({"name":"slow_compute","arguments":{"seconds":seconds}}))
+        .body()
+}
+
+/// Lines read until the answer to `id` (within 10 s), that answer included.
+fn lines_until(s: &Server, id: i64) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let m = s.recv();
+        let done = m["id"] == id;
+        seen.push(m);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// A request and its `notifications/cancelled` in one write (so, most often, in one
+/// read): the cancellation finds the request however close behind it comes, and the
+/// cancelled call writes nothing (issue 37: 39 of 40 were answered).
+#[test]
+fn a_request_cancelled_in_the_same_write_is_never_answered() {
+    let mut s = Server::start(&["fixture", "--stdio"]);
+    for id in 1..=100 {
+        let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+            "params":{"requestId":id,"reason":"changed my mind"}});
+        s.write(format!("{}\n{cancel}\n", slow_call(id, 0.3)).as_bytes());
+    }
+    // Long enough for every call that was not cancelled to answer.
+    std::thread::sleep(Duration::from_millis(1500));
+    s.modern(
+        1000,
+        "tools/call",
+        json!({"name":"echo","arguments":{"text":"marker"}}),
+    );
+    let seen = lines_until(&s, 1000);
+    let answered: Vec<&Value> = seen.iter().filter(|m| m["id"] != 1000).collect();
+    assert!(
+        answered.is_empty(),
+        "{} cancelled calls answered: {answered:?}",
+        answered.len()
+    );
+    assert!(s.close(Duration::from_secs(10)).unwrap().success());
+}
+
+/// End of input with a request still running: after the drain period (5 s) it gets a
+/// JSON-RPC error, written before the process exits cleanly.
+#[test]
+fn a_request_running_past_the_drain_gets_an_error_before_exit() {
+    let mut s = Server::start(&["fixture", "--stdio"]);
+    s.write(format!("{}\n", slow_call(7, 60.0)).as_bytes());
+    s.modern(
+        8,
+        "tools/call",
+        json!({"name":"echo","arguments":{"text":"x"}}),
+    );
+    assert_eq!(s.recv()["id"], 8);
+    let closed = Instant::now();
+    let status = s
+        .close(Duration::from_secs(15))
+        .expect("exits after the drain");
+    assert!(status.success(), "{status:?}");
+    let waited = closed.elapsed();
+    assert!(waited >= Duration::from_secs(4), "exited after {waited:?}");
+    let m = s.recv();
+    assert_eq!(m["id"], 7, "{m}");
+    assert_eq!(m["error"]["code"], -32603, "{m}");
+    assert!(
+        m["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shut down"),
+        "{m}"
+    );
+    assert!(
+        s.lines.recv_timeout(Duration::from_secs(2)).is_err(),
+        "one answer, then the end of stdout"
+    );
+}
+
+/// The request log names notifications by their method, as HTTP does (it said `-`).
+#[test]
+fn the_stdio_request_log_names_notifications() {
+    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("stdio-log-root");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args([
+            "serve",
+            "--stdio",
+            "--legacy",
+            "--log-format",
+            "json",
+            "--root",
+        ])
+        .arg(&root)
+        .env("RUST_LOG", "snodo=info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+    )
+    .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let methods: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["target"] == "snodo::request")
+        .map(|e| e["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        [json!("initialize"), json!("notifications/initialized")],
+        "{stderr}"
+    );
+}

@@ -19,6 +19,8 @@ mod postgres;
 mod row;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_slot;
 
 pub use core::SqlStore;
 #[cfg(feature = "postgres")]

@@ -4,6 +4,9 @@
 //!
 //! Several processes may share the file: each sees the others' changes through polling
 //! (`poll_interval`); changes made through the same store wake `wait_change` at once.
+//! Each open store has its own instance id ([`SqliteStore::instance`]): the lowest slot
+//! of the file no live process holds, so a second live process never takes the first
+//! one's tasks for its own, and a restart after a crash recovers them at once.
 //!
 //! [`TaskStore::recover`]: snodo::tasks::TaskStore::recover
 
@@ -16,11 +19,15 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use crate::core::{Backend, SqlStore, changes};
 use crate::row::{Arg, Raw, bind, decode};
+use crate::sqlite_slot::{self, Slot};
 use crate::{db_error, migrate};
 
-/// The SQLite backend (a connection pool on one file).
+/// The SQLite backend (a connection pool on one file, and this store's instance slot).
 #[derive(Debug)]
-pub struct Sqlite(SqlitePool);
+pub struct Sqlite {
+    pool: SqlitePool,
+    slot: Slot,
+}
 
 /// Tasks in an SQLite file.
 pub type SqliteStore = SqlStore<Sqlite>;
@@ -57,12 +64,18 @@ impl SqlStore<Sqlite> {
     /// [`open`](Self::open) with options.
     ///
     /// # Errors
-    /// [`StoreError::Unavailable`] when the file cannot be opened or migrated.
+    /// [`StoreError::Unavailable`] when the path is empty, or the file cannot be opened
+    /// or migrated, or no instance slot is free.
     pub async fn open_with(
         path: impl AsRef<Path>,
         options: SqliteOptions,
     ) -> Result<Self, StoreError> {
         let path = path.as_ref();
+        if path.as_os_str().is_empty() {
+            return Err(StoreError::Unavailable(
+                "an SQLite task store needs a file path (it is empty)".to_owned(),
+            ));
+        }
         let connect = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -80,12 +93,25 @@ impl SqlStore<Sqlite> {
             .run(&pool)
             .await
             .map_err(|e| StoreError::Unavailable(format!("migrations: {e}")))?;
+        let slot = sqlite_slot::claim(path).await?;
         Ok(Self {
-            backend: Sqlite(pool),
+            backend: Sqlite { pool, slot },
             changes: changes(),
             poll_interval: options.poll_interval,
             listener: None,
         })
+    }
+}
+
+impl SqlStore<Sqlite> {
+    /// This store's instance id, unique among the live processes sharing the file:
+    /// `sqlite:PATH` for the first, `sqlite:PATH#n` for the others (the lowest free
+    /// slot). Give it to [`TaskOptions::instance`](snodo::tasks::TaskOptions::instance):
+    /// a process restarted after a crash gets its predecessor's id back and fails the
+    /// tasks it left running at once.
+    #[must_use]
+    pub fn instance(&self) -> &str {
+        &self.backend.slot.instance
     }
 }
 
@@ -94,7 +120,7 @@ impl Backend for Sqlite {
 
     async fn execute(&self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
         let done = bind(sqlx::query(sql), args)
-            .execute(&self.0)
+            .execute(&self.pool)
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected())
@@ -102,7 +128,7 @@ impl Backend for Sqlite {
 
     async fn fetch(&self, sql: &str, args: &[Arg]) -> Result<Option<Raw>, StoreError> {
         let row = bind(sqlx::query(sql), args)
-            .fetch_optional(&self.0)
+            .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
         row.as_ref().map(decode).transpose()

@@ -27,7 +27,12 @@ impl TempDb {
 
 impl Drop for TempDb {
     fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
+        let slots = (0..4).map(|n| format!("-instance-{n}"));
+        for suffix in ["", "-wal", "-shm"]
+            .map(str::to_owned)
+            .into_iter()
+            .chain(slots)
+        {
             let mut p = self.0.clone().into_os_string();
             p.push(suffix);
             let _ = std::fs::remove_file(p);
@@ -109,6 +114,34 @@ async fn sqlite_same_handle_wakes_at_once() {
     assert!(
         samples[samples.len() / 2] < Duration::from_millis(40),
         "{text}"
+    );
+}
+
+/// Each live store on a file has its own instance id; a store opened after one was
+/// dropped (a restart) gets that one's id back.
+#[tokio::test]
+async fn sqlite_live_stores_have_distinct_instance_ids() {
+    let db = TempDb::new("slots");
+    let open = || async {
+        SqliteStore::open(&db.0)
+            .await
+            .unwrap_or_else(|e| panic!("open: {e}"))
+    };
+    let (first, second) = (open().await, open().await);
+    let base = format!("sqlite:{}", db.0.display());
+    assert_eq!(first.instance(), base);
+    assert_eq!(second.instance(), format!("{base}#1"));
+    drop(first);
+    // The dropped store's connection closes on its own thread: the slot frees soon after.
+    let mut tries = 0;
+    while open().await.instance() != base {
+        tries += 1;
+        assert!(tries < 100, "the freed slot is taken again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        SqliteStore::open("").await.is_err(),
+        "an empty path is refused"
     );
 }
 

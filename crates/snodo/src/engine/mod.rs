@@ -31,7 +31,7 @@ pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
 #[cfg(feature = "metrics")]
 pub(crate) use gate::GateWatch;
-pub(crate) use inflight::InFlight;
+pub(crate) use inflight::{InFlight, Registration};
 pub(crate) use listen::{ListenStep, Subscription};
 
 use crate::protocol::RequestId;

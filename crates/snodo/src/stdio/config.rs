@@ -8,6 +8,7 @@ pub struct StdioConfig {
     pub(crate) max_line_bytes: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) outbound_queue: usize,
+    pub(crate) outbound_bytes: usize,
     pub(crate) request_timeout: Duration,
     pub(crate) drain_timeout: Duration,
     pub(crate) server_request_timeout: Duration,
@@ -21,6 +22,7 @@ impl Default for StdioConfig {
             max_line_bytes: 4 * 1024 * 1024,
             max_in_flight: 64,
             outbound_queue: 64,
+            outbound_bytes: 16 * 1024 * 1024,
             request_timeout: Duration::from_secs(120),
             drain_timeout: Duration::from_secs(5),
             server_request_timeout: Duration::from_secs(60),
@@ -51,6 +53,15 @@ impl StdioConfig {
     #[must_use]
     pub fn outbound_queue(mut self, n: usize) -> Self {
         self.outbound_queue = n.max(1);
+        self
+    }
+
+    /// Sets how many bytes of messages may wait to be written (at most `u32::MAX`);
+    /// when the client stops reading, the server stops reading requests once they are
+    /// spent. A single message larger than this is still written, alone.
+    #[must_use]
+    pub fn outbound_bytes(mut self, n: usize) -> Self {
+        self.outbound_bytes = n.clamp(1, u32::MAX as usize);
         self
     }
 

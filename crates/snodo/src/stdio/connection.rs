@@ -11,17 +11,20 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufWriter};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::config::StdioConfig;
+use super::drive::drive;
 use super::framing::{Frame, Lines};
+use super::outbox::{Outbox, write_loop};
 use crate::engine::admit::{self, Admitted};
-use crate::engine::observe::{Record, Transport};
+use crate::engine::observe::{Outcome, Record, Transport};
 use crate::engine::{
-    self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Step, Subscription,
+    self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Registration,
+    Subscription,
 };
 use crate::protocol::jsonrpc::{Incoming, error_message, notification_message};
 use crate::protocol::params::SplitParams;
@@ -60,7 +63,7 @@ where
         request_timeout: config.request_timeout,
         max_listen_streams: config.max_listen_streams,
     };
-    let (out, rx) = mpsc::channel(config.outbound_queue);
+    let (out, rx) = Outbox::new(config.outbound_queue, config.outbound_bytes);
     let writer_gone = CancellationToken::new();
     let mut writer_task = tokio::spawn(write_loop(writer, rx, writer_gone.clone()));
     let mut conn = Connection {
@@ -72,6 +75,7 @@ where
         tasks: TaskTracker::new(),
         inflight: Arc::new(InFlight::default()),
         pending: Arc::new(PendingRequests::default()),
+        cut: CancellationToken::new(),
         key: Principal::new("stdio-connection"),
         negotiated: None,
         client_caps: None,
@@ -93,6 +97,7 @@ where
         tasks,
         out,
         config,
+        cut,
         ..
     } = conn;
     engine.begin_shutdown();
@@ -104,6 +109,7 @@ where
         tracing::warn!(
             "stdio: in-flight requests did not finish within the drain timeout; cancelling them"
         );
+        cut.cancel();
         engine.cancel_all();
         let _ = tokio::time::timeout(LAST_WORDS, tasks.wait()).await;
     }
@@ -119,6 +125,24 @@ where
     result
 }
 
+/// A request's cancellation, registered under its id on the connection as soon as it
+/// is read (`None`: the id is already in flight, and that one stays cancellable).
+struct Cancellable {
+    cancel: CancellationToken,
+    registration: Option<Registration>,
+}
+
+impl Cancellable {
+    fn register(inflight: &Arc<InFlight>, key: &Principal, id: &RequestId) -> Self {
+        let cancel = CancellationToken::new();
+        let registration = InFlight::register(inflight, Some(key), id, &cancel);
+        Self {
+            cancel,
+            registration,
+        }
+    }
+}
+
 /// The input side: the reader, whether it ended, and a frame read ahead.
 struct Input<'r, R> {
     reader: &'r mut R,
@@ -130,9 +154,9 @@ struct Connection {
     engine: Arc<Engine>,
     config: StdioConfig,
     lines: Lines,
-    /// Whole messages to write, in order (bounded: a client that stops reading stops
-    /// the server reading).
-    out: mpsc::Sender<Bytes>,
+    /// Whole messages to write, in order (bounded in messages and bytes: a client that
+    /// stops reading stops the server reading).
+    out: Outbox,
     tasks: TaskTracker,
     /// One per executing request: without a free one, the connection stops reading.
     permits: Arc<Semaphore>,
@@ -142,6 +166,8 @@ struct Connection {
     key: Principal,
     /// This connection's server-to-client requests waiting for answers.
     pending: Arc<PendingRequests>,
+    /// Cancelled when the drain period ended: requests still running get an error.
+    cut: CancellationToken,
     /// The initialize-era dialect `initialize` negotiated (held by the connection only).
     negotiated: Option<&'static Dialect>,
     /// The capabilities the client declared at `initialize`.
@@ -210,25 +236,44 @@ impl Connection {
         let Some(line) = self.line(frame).await else {
             return Ok(true);
         };
-        let record =
+        let mut record =
             self.engine
                 .observe
                 .begin(Transport::Stdio, line.len(), tokio::time::Instant::now());
         match admit::read_message(&line) {
             Ok(Incoming::Request { id, method, params }) => {
+                // Cancellable from here on, before anything after it is read: a
+                // `notifications/cancelled` right behind it (even while it waits for a
+                // permit) finds it.
+                let handle = Cancellable::register(&self.inflight, &self.key, &id);
                 let Some(permit) = self.permit(input, stop).await? else {
                     return Ok(false);
                 };
-                self.request(id, &method, params, permit, record).await;
+                if handle.cancel.is_cancelled() {
+                    if let Some(r) = record.as_mut() {
+                        r.method_name(&method);
+                        r.summary.outcome = Outcome::Cancelled;
+                    }
+                    return Ok(true);
+                }
+                self.request(id, &method, params, (permit, handle), record)
+                    .await;
             }
             Err(e) => {
-                let mut record = record;
                 if let Some(r) = record.as_mut() {
                     r.refused(&e);
                 }
                 self.not_a_request(Err(e)).await;
             }
-            other => self.not_a_request(other).await,
+            other => {
+                // A notification is logged by its method, as on HTTP.
+                if let (Ok(Incoming::Notification { method, .. }), Some(r)) =
+                    (&other, record.as_mut())
+                {
+                    r.method_name(method);
+                }
+                self.not_a_request(other).await;
+            }
         }
         Ok(true)
     }
@@ -252,29 +297,32 @@ impl Connection {
         }
     }
 
-    /// A permit for a request (back-pressure). While none is free, the answers and
-    /// notifications that follow are still read, since an executing request may wait
-    /// for an answer behind this one; a second request is held back and reading stops.
+    /// A permit for a request (back-pressure): a free execution slot, and room in the
+    /// outbound budget. While there is none, the answers and notifications that follow
+    /// are still read, since an executing request may wait for an answer behind this
+    /// one; a second request is held back and reading stops.
     async fn permit<R: AsyncRead + Unpin>(
         &mut self,
         input: &mut Input<'_, R>,
         mut stop: Pin<&mut impl Future<Output = ()>>,
     ) -> std::io::Result<Option<OwnedSemaphorePermit>> {
         loop {
-            if let Ok(p) = Arc::clone(&self.permits).try_acquire_owned() {
-                return Ok(Some(p));
+            if self.out.has_room() {
+                if let Ok(p) = Arc::clone(&self.permits).try_acquire_owned() {
+                    return Ok(Some(p));
+                }
             }
             if input.held.is_some() || input.eof {
                 return Ok(tokio::select! {
                     biased;
                     () = stop.as_mut() => None,
-                    p = Arc::clone(&self.permits).acquire_owned() => p.ok(),
+                    p = self.ready() => p,
                 });
             }
             let frame = tokio::select! {
                 biased;
                 () = stop.as_mut() => return Ok(None),
-                p = Arc::clone(&self.permits).acquire_owned() => return Ok(p.ok()),
+                p = self.ready() => return Ok(p),
                 frame = self.next_frame(input) => frame?,
             };
             let Some(line) = (match frame {
@@ -290,6 +338,17 @@ impl Connection {
             } else {
                 self.not_a_request(parsed).await;
             }
+        }
+    }
+
+    /// Waits for room in the outbound budget, then for an execution slot (a future that
+    /// borrows nothing of the connection, so that reading can go on beside it).
+    fn ready(&self) -> impl Future<Output = Option<OwnedSemaphorePermit>> + use<> {
+        let out = self.out.clone();
+        let permits = Arc::clone(&self.permits);
+        async move {
+            out.room().await;
+            permits.acquire_owned().await.ok()
         }
     }
 
@@ -311,7 +370,7 @@ impl Connection {
         id: RequestId,
         method: &str,
         params: Option<SplitParams<'_>>,
-        permit: OwnedSemaphorePermit,
+        (permit, handle): (OwnedSemaphorePermit, Cancellable),
         mut record: Option<Record>,
     ) {
         let runtime = &self.engine.runtime;
@@ -352,10 +411,10 @@ impl Connection {
             if let Some(r) = record.as_mut() {
                 r.admitted(&id, &call, None);
             }
-            self.listen(id, &call, &mut record).await;
+            self.listen(id, &call, handle, &mut record).await;
             return;
         }
-        self.execute(id, call, permit, record);
+        self.execute(id, call, permit, handle, record);
     }
 
     fn execute(
@@ -363,12 +422,15 @@ impl Connection {
         id: RequestId,
         call: Call,
         permit: OwnedSemaphorePermit,
+        Cancellable {
+            cancel,
+            registration,
+        }: Cancellable,
         mut record: Option<Record>,
     ) {
         let engine = Arc::clone(&self.engine);
         let out = self.out.clone();
-        let inflight = Arc::clone(&self.inflight);
-        let key = self.key.clone();
+        let cut = self.cut.clone();
         let log_level = self.log_level;
         let askable = self
             .client_caps
@@ -377,10 +439,10 @@ impl Connection {
         let pending = askable.then(|| Arc::clone(&self.pending));
         let ask_timeout = self.config.server_request_timeout;
         self.tasks.spawn(async move {
-            let _permit = permit;
+            let _held = (permit, registration);
             let options = Options {
                 principal: None,
-                cancel_by: Some((&inflight, Some(&key))),
+                cancel_by: None,
                 held: Held::Connection {
                     log_level,
                     server_requests: pending.as_ref().map(|p| (p, ask_timeout)),
@@ -388,7 +450,7 @@ impl Connection {
                 record: &mut record,
                 trace: None,
             };
-            let mut exec = match Execution::start(&engine, id.clone(), call, options).await {
+            let exec = match Execution::start(&engine, id.clone(), call, options).await {
                 Ok(exec) => exec,
                 Err(failure) => {
                     let e = failure.into_error();
@@ -396,35 +458,26 @@ impl Connection {
                     return;
                 }
             };
-            loop {
-                match exec.next().await {
-                    // A cancelled request writes nothing more.
-                    Step::Message(_) if exec.is_cancelled() => {}
-                    Step::Message(m) => {
-                        if out.send(m).await.is_err() {
-                            exec.abandon().await;
-                            return;
-                        }
-                    }
-                    Step::Ended(ended) => {
-                        if !exec.is_cancelled() {
-                            for m in exec.drain() {
-                                let _ = out.send(m).await;
-                            }
-                        }
-                        if let Some(m) = exec.finish(&ended, None) {
-                            let _ = out.send(m).await;
-                        }
-                        return;
-                    }
-                }
+            if cancel.is_cancelled() {
+                // Cancelled before it ran: dropped unpolled (recorded as cancelled).
+                return;
             }
+            drive(exec, &id, &out, &cancel, &cut).await;
         });
     }
 
     /// Opens a subscription whose messages share the connection; the client ends it
     /// with `notifications/cancelled`, the server with a result and a cancellation.
-    async fn listen(&self, id: RequestId, call: &Call, record: &mut Option<Record>) {
+    async fn listen(
+        &self,
+        id: RequestId,
+        call: &Call,
+        Cancellable {
+            cancel,
+            registration,
+        }: Cancellable,
+        record: &mut Option<Record>,
+    ) {
         let mut subscription = match Subscription::open(&self.engine, id.clone(), call, None) {
             Ok(s) => s,
             Err(failure) => {
@@ -435,8 +488,6 @@ impl Connection {
                 return self.send(error_message(Some(&id), &e)).await;
             }
         };
-        let cancel = CancellationToken::new();
-        let registration = InFlight::register(&self.inflight, Some(&self.key), &id, &cancel);
         let engine = Arc::clone(&self.engine);
         let out = self.out.clone();
         self.tasks.spawn(async move {
@@ -494,27 +545,4 @@ impl Connection {
             tracing::debug!(id = %id, "stdio: ignored a response that no request waits for");
         }
     }
-}
-
-/// Writes whole messages, one per line, flushing when the queue is empty.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    writer: W,
-    mut rx: mpsc::Receiver<Bytes>,
-    gone: CancellationToken,
-) {
-    let mut w = BufWriter::with_capacity(64 * 1024, writer);
-    'outer: while let Some(m) = rx.recv().await {
-        let mut next = Some(m);
-        while let Some(m) = next {
-            if w.write_all(&m).await.is_err() || w.write_all(b"\n").await.is_err() {
-                break 'outer;
-            }
-            next = rx.try_recv().ok();
-        }
-        if w.flush().await.is_err() {
-            break;
-        }
-    }
-    let _ = w.shutdown().await;
-    gone.cancel();
 }

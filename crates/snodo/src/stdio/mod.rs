@@ -25,7 +25,9 @@
 
 mod config;
 mod connection;
+mod drive;
 mod framing;
+mod outbox;
 mod process;
 
 use std::future::Future;

@@ -198,3 +198,41 @@ async fn a_client_that_stops_reading_stops_the_server_reading() {
     }
     c.finish().await;
 }
+
+#[tokio::test]
+async fn the_outbound_queue_is_bounded_in_bytes() {
+    // Room for 1000 messages but 64 KiB: 20 KB answers fill the bytes long before the
+    // count, and the server stops reading (it took every request before, 20 MB queued).
+    let config = StdioConfig::default()
+        .outbound_queue(1000)
+        .outbound_bytes(64 * 1024)
+        .max_in_flight(2);
+    let mut c = Client::start_with(builder(&MODERN).build().unwrap(), config, 4096);
+    let request = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"echo","arguments":{"text":"y".repeat(20_000)},"_meta":{
+        "io.modelcontextprotocol/protocolVersion":V,
+        "io.modelcontextprotocol/clientCapabilities":{}}}})
+    .to_string()
+        + "\n";
+    let mut written = 0;
+    let blocked = tokio::time::timeout(Duration::from_secs(2), async {
+        for _ in 0..1000 {
+            c.write.write_all(request.as_bytes()).await.unwrap();
+            written += 1;
+        }
+    })
+    .await
+    .is_err();
+    assert!(blocked, "the server kept reading: {written} requests taken");
+    assert!(written < 16, "{written} requests taken without reading");
+    // Reading again lets everything through, nothing dropped.
+    for _ in 0..written {
+        let m = c.recv().await;
+        assert_eq!(m["id"], 1);
+        assert_eq!(
+            m["result"]["content"][0]["text"].as_str().map(str::len),
+            Some(20_000)
+        );
+    }
+    c.finish().await;
+}
