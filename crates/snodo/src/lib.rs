@@ -95,7 +95,7 @@ pub use runtime::param_headers::{ParamHeader, ParamHeaderError};
 pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
 pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArgument, PromptArguments};
 pub use runtime::resource::{
-    IntoResourceContents, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
+    IntoResourceContents, ListRequest, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
 };
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
 pub use runtime::{BuildError, DEFAULT_PAGE_SIZE, Runtime, RuntimeBuilder};

@@ -18,16 +18,33 @@ pub struct Components {
     pub(crate) states: States,
 }
 
+/// The build error of a `kind` component named `name` whose handler takes a state
+/// nobody registered.
+fn missing_state(kind: &'static str, name: &str) -> impl FnOnce(&'static str) -> BuildError {
+    move |state| BuildError::MissingState {
+        kind,
+        name: name.to_owned(),
+        state,
+    }
+}
+
 impl Components {
     /// Binds every handler that takes state to the registered states.
     pub(crate) fn bind(&mut self) -> Result<(), BuildError> {
-        for tool in &mut self.tools {
-            tool.bind(&self.states)
-                .map_err(|state| BuildError::MissingState {
-                    kind: "tool",
-                    name: tool.name.clone(),
-                    state,
-                })?;
+        let states = &self.states;
+        for t in &mut self.tools {
+            t.bind(states).map_err(missing_state("tool", &t.name))?;
+        }
+        for p in &mut self.prompts {
+            p.bind(states).map_err(missing_state("prompt", &p.name))?;
+        }
+        for r in &mut self.resources {
+            r.bind(states)
+                .map_err(missing_state("resource", r.info.uri()))?;
+        }
+        for t in &mut self.templates {
+            t.bind(states)
+                .map_err(missing_state("resource template", &t.template))?;
         }
         Ok(())
     }
