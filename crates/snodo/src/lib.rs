@@ -86,7 +86,7 @@ pub use model::{
 pub use protocol::error::RpcError;
 pub use runtime::authz::{Authorizer, Component, Refusal};
 pub use runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
-pub use runtime::components::Components;
+pub use runtime::components::{Components, IntoResource};
 pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
 pub use runtime::handler::{Handler, State};
