@@ -5,7 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::context::RequestContext;
 use super::error::HandlerError;
-use super::handler::{Handler, Slot, States, bind_or_defer};
+use super::handler::{Erased, Handler, Slot, States, bind_or_defer};
 use super::input::InputRequest;
 use super::policy::{Enforcer, Policy, RateLimit};
 use crate::model::{Icon, ToolAnnotations, ToolResult};
@@ -74,11 +73,8 @@ impl<T: IntoToolResult, E: Into<HandlerError>> IntoToolResult for Result<T, E> {
 #[serde(deny_unknown_fields)]
 pub struct NoArguments {}
 
-pub(crate) type ToolHandler = Arc<
-    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, HandlerError>>
-        + Send
-        + Sync,
->;
+/// A tool's handler, erased: the validated arguments as JSON, deserialised inside.
+pub(crate) type ToolHandler = Erased<Value, Result<ToolResult, HandlerError>>;
 
 /// A tool: its definition and its handler. Built by value, registered on a
 /// [`RuntimeBuilder`](crate::RuntimeBuilder).
