@@ -1,13 +1,17 @@
-//! Tools that share state: a notebook three tools read and write, registered once with
+//! Handlers that share state: a notebook two tools and a resource read and write,
+//! registered once with
 //! [`RuntimeBuilder::with_state`](snodo::RuntimeBuilder::with_state) and taken as
 //! [`State`] by each handler (no clone per closure). Written with the builder
-//! ([`runtime`]) and with `#[snodo::tool]` ([`runtime_with_macros`]).
+//! ([`runtime`]) and with `#[snodo::tool]` and `#[snodo::resource]`
+//! ([`runtime_with_macros`]).
 
 use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use snodo::{BuildError, NoArguments, Runtime, State, Tool};
+use snodo::{
+    BuildError, NoArguments, ReadRequest, Resource, ResourceContents, Runtime, State, Tool,
+};
 
 /// The shared notebook (cheap to clone: one `Arc`).
 #[derive(Clone, Debug, Default)]
@@ -48,6 +52,13 @@ pub fn runtime() -> Result<Runtime, BuildError> {
                 .read_only()
                 .handler(|State(notes): State<Notes>, _: NoArguments| async move { notes.list() }),
         )
+        .resource(Resource::new("notes://all", "notes").on_read(
+            |State(notes): State<Notes>, req: ReadRequest| async move {
+                Ok(vec![
+                    ResourceContents::text(req.uri, notes.list()).mime_type("text/plain"),
+                ])
+            },
+        ))
         .build()
 }
 
@@ -67,11 +78,18 @@ async fn list(State(notes): State<Notes>) -> String {
     notes.list()
 }
 
+/// Every note, one per line.
+#[snodo::resource(uri = "notes://all", name = "notes", mime_type = "text/plain")]
+async fn all(State(notes): State<Notes>) -> String {
+    notes.list()
+}
+
 /// The same server, with the macros.
 pub fn runtime_with_macros() -> Result<Runtime, BuildError> {
     Runtime::builder("notes", "1.0.0")
         .with_state(Notes::default())
         .tool(add::tool())
         .tool(list::tool())
+        .resource(all::resource())
         .build()
 }

@@ -1,5 +1,5 @@
-//! Tools that share state see the same value, with the builder and with the macros; a
-//! tool asking for state nobody registered is refused at build time.
+//! Tools and a resource that share state see the same value, with the builder and with
+//! the macros; a tool asking for state nobody registered is refused at build time.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -34,6 +34,28 @@ async fn tools_share_the_registered_state() {
             "2 notes"
         );
         assert_eq!(text_of(&c, "note_list", json!({})).await, "a\nb");
+    }
+}
+
+#[tokio::test]
+async fn a_resource_reads_the_same_state() {
+    for runtime in [
+        snodo_examples::state::runtime().unwrap(),
+        snodo_examples::state::runtime_with_macros().unwrap(),
+    ] {
+        let c = Client::builder("state-test", "1.0.0")
+            .connect_runtime(runtime)
+            .await
+            .unwrap();
+        text_of(&c, "note_add", json!({"text": "a"})).await;
+        let r = c
+            .request("resources/read", json!({"uri": "notes://all"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            r["contents"][0],
+            json!({"uri": "notes://all", "mimeType": "text/plain", "text": "a"})
+        );
     }
 }
 

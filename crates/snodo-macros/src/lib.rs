@@ -51,7 +51,8 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// Parameters are the prompt's arguments: `String` (required) or `Option<String>`
 /// (optional), each documented with a `///` comment (its description); a
-/// `RequestContext` parameter receives the context. The function returns a
+/// `RequestContext` parameter receives the context, a `State<S>` parameter the state
+/// registered with `RuntimeBuilder::with_state`. The function returns a
 /// `PromptResult`, a `Vec<PromptMessage>`, a `String` (one user message), or a `Result`
 /// of one. Attribute arguments: `name`, `title`, `description`.
 #[proc_macro_attribute]
@@ -61,12 +62,13 @@ pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Turns an `async fn` into a resource (`uri` without variables: `NAME::resource()`)
-/// or a resource template (`NAME::template()`).
+/// Turns an `async fn` into a resource or, when its `uri` has variables, a resource
+/// template: either way `NAME::resource()` returns it, and `RuntimeBuilder::resource`
+/// registers it (`NAME::template()`, the older name for a template, is deprecated).
 ///
 /// `#[snodo::resource(uri = "file:///{+path}")]`: each `String` parameter is the
 /// template variable of the same name; a `RequestContext` or `ReadRequest` parameter
-/// receives that. The function returns a `String` (text contents at the requested URI),
+/// receives that, a `State<S>` parameter the registered state. The function returns a `String` (text contents at the requested URI),
 /// `ResourceContents`, `Vec<ResourceContents>`, or a `Result` of one. Attribute
 /// arguments: `uri` (required), `name`, `title`, `description`, `mime_type`.
 #[proc_macro_attribute]

@@ -12,7 +12,7 @@ pub(crate) enum Kind {
     Context { by_ref: bool },
     /// The resource `ReadRequest`.
     Request,
-    /// Shared state (`State<S>`, tools only).
+    /// Shared state (`State<S>`).
     State,
     /// The whole arguments object (a parameter marked `#[args]`).
     Whole,
@@ -123,7 +123,7 @@ pub(crate) fn take(macro_name: &str, item: &mut ItemFn) -> syn::Result<Vec<Param
                 if state_seen {
                     return Err(syn::Error::new(
                         span,
-                        "only one `State` parameter: put what the tool needs in one state type",
+                        "only one `State` parameter: put what the handler needs in one state type",
                     ));
                 }
                 state_seen = true;
@@ -188,6 +188,18 @@ pub(crate) fn call(item: &ItemFn, params: &[Param]) -> TokenStream {
         }
     });
     quote!(super::#f(#(#args),*).await)
+}
+
+/// The handler closure's leading `State<S>` parameter, when the function takes one
+/// (which makes the handler the `(State<S>, input, context)` form).
+pub(crate) fn state(params: &[Param]) -> Option<TokenStream> {
+    params
+        .iter()
+        .find(|p| matches!(p.kind, Kind::State))
+        .map(|p| {
+            let ty = &p.ty;
+            quote!(__state: #ty,)
+        })
 }
 
 /// The wrapping module: the function's visibility and name, glob-importing the parent

@@ -18,11 +18,11 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     for p in &params {
         match p.kind {
             Kind::Value => {}
-            Kind::Context { .. } => continue,
-            Kind::Whole | Kind::Request | Kind::State => {
+            Kind::Context { .. } | Kind::State => continue,
+            Kind::Whole | Kind::Request => {
                 return Err(syn::Error::new(
                     p.span,
-                    "a prompt's parameters are its string arguments (String or Option<String>) and the RequestContext",
+                    "a prompt's parameters are its string arguments (String or Option<String>), the RequestContext and the State",
                 ));
             }
         }
@@ -44,7 +44,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             ));
         };
         let (ident, arg) = (&p.ident, p.ident.to_string());
-        chain.push(quote!(.argument(#arg, #desc, #required)));
+        let required_call = required.then(|| quote!(.required()));
+        chain.push(
+            quote!(.arg(::snodo::PromptArgument::new(#arg).description(#desc) #required_call)),
+        );
         binds.push(if required {
             quote!(let #ident = __args.get(#arg).cloned().unwrap_or_default();)
         } else {
@@ -58,6 +61,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         ));
     };
     let call = params::call(&item, &params);
+    let state = params::state(&params);
     let converted = quote_spanned! {ret.span()=>
         ::snodo::IntoPromptResult::into_prompt_result(#call)
     };
@@ -68,7 +72,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         pub fn prompt() -> ::snodo::Prompt {
             ::snodo::Prompt::new(#name)
                 #(#chain)*
-                .handler(|__args: ::snodo::PromptArguments, __ctx: ::snodo::RequestContext| async move {
+                .on_get(|#state __args: ::snodo::PromptArguments, __ctx: ::snodo::RequestContext| async move {
                     #(#binds)*
                     #converted
                 })

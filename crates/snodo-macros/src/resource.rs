@@ -60,11 +60,11 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let mut binds = Vec::new();
     for p in &params {
         match p.kind {
-            Kind::Context { .. } | Kind::Request => {}
-            Kind::Whole | Kind::State => {
+            Kind::Context { .. } | Kind::Request | Kind::State => {}
+            Kind::Whole => {
                 return Err(syn::Error::new(
                     p.span,
-                    "a resource's parameters are its template variables (String), the ReadRequest and the RequestContext",
+                    "a resource's parameters are its template variables (String), the ReadRequest, the RequestContext and the State",
                 ));
             }
             Kind::Value => {
@@ -101,11 +101,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         ));
     };
     let call = params::call(&item, &params);
+    let state = params::state(&params);
     let converted = quote_spanned! {ret.span()=>
         ::snodo::IntoResourceContents::into_contents(#call, &__uri, #mime)
     };
     let handler = quote! {
-        .reader(|__req: ::snodo::ReadRequest, __ctx: ::snodo::RequestContext| async move {
+        .on_read(|#state __req: ::snodo::ReadRequest, __ctx: ::snodo::RequestContext| async move {
             let __uri = __req.uri.clone();
             let __vars = __req.variables.clone();
             #(#binds)*
@@ -124,13 +125,21 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         }
     } else {
         let doc = format!(
-            "The `{name}` resource template, ready to register with `RuntimeBuilder::resource_template`."
+            "The `{name}` resource template, ready to register with `RuntimeBuilder::resource`."
         );
         quote! {
             #[doc = #doc]
             #[must_use]
-            pub fn template() -> ::snodo::ResourceTemplate {
+            pub fn resource() -> ::snodo::ResourceTemplate {
                 ::snodo::ResourceTemplate::new(#uri, #name) #(#chain)* #handler
+            }
+
+            /// The same as [`resource`]: the entry point's name before it served
+            /// templates too.
+            #[must_use]
+            #[deprecated(note = "call `resource()`: it returns the template, and `RuntimeBuilder::resource` registers it")]
+            pub fn template() -> ::snodo::ResourceTemplate {
+                resource()
             }
         }
     };

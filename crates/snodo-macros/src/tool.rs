@@ -76,14 +76,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             quote!(let Arguments { #(#idents),* } = __args;),
         )
     };
-    // A `State<S>` parameter makes the handler the `(State<S>, args, ctx)` form.
-    let state = params
-        .iter()
-        .find(|p| matches!(p.kind, Kind::State))
-        .map(|p| {
-            let ty = &p.ty;
-            quote!(__state: #ty,)
-        });
+    let state = params::state(&params);
     let doc = format!("The `{name}` tool, ready to register with `RuntimeBuilder::tool`.");
     let body = quote! {
         #args_struct

@@ -91,11 +91,15 @@ async fn definitions_match_the_builder() {
         .tool(add_numbers::tool())
         .tool(greet::tool())
         .prompt(review::prompt())
-        .resource_template(note::template())
+        .resource(note::resource())
         .resource(readme::resource())
         .build()
         .unwrap();
     assert_eq!(runtime.supported_versions(), ["2026-07-28"]);
+    // The older entry point of a template still builds it.
+    #[allow(deprecated)]
+    let old = note::template();
+    assert!(format!("{old:?}").contains("note://{id}"));
     // The function stays callable as written.
     assert_eq!(echo("hi".into()).await, "hi");
 }

@@ -87,7 +87,7 @@ pub use model::{
 pub use protocol::error::RpcError;
 pub use runtime::authz::{Authorizer, Component, Refusal};
 pub use runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
-pub use runtime::components::Components;
+pub use runtime::components::{Components, IntoResource};
 pub use runtime::context::{Principal, RequestContext};
 pub use runtime::error::HandlerError;
 pub use runtime::handler::{Handler, State};
@@ -96,7 +96,7 @@ pub use runtime::param_headers::{ParamHeader, ParamHeaderError};
 pub use runtime::policy::{LIMIT_META_KEY, RateLimit};
 pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArgument, PromptArguments};
 pub use runtime::resource::{
-    IntoResourceContents, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
+    IntoResourceContents, ListRequest, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
 };
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
 pub use runtime::{BuildError, DEFAULT_PAGE_SIZE, Runtime, RuntimeBuilder};

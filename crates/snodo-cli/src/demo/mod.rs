@@ -25,9 +25,10 @@ use std::time::Duration;
 use serde_json::json;
 use snodo::protocol::Dialect;
 use snodo::{
-    CacheHint, CacheScope, CompletionRequest, Content, HandlerError, Prompt, PromptMessage,
-    PromptResult, RateLimit, ReadRequest, RequestContext, Resource, ResourceContents, ResourceInfo,
-    ResourceTemplate, RpcError, Runtime, RuntimeBuilder, Tool,
+    CacheHint, CacheScope, CompletionRequest, Content, HandlerError, ListRequest, Prompt,
+    PromptArguments, PromptMessage, PromptResult, RateLimit, ReadRequest, RequestContext, Resource,
+    ResourceContents, ResourceInfo, ResourceTemplate, RpcError, Runtime, RuntimeBuilder, State,
+    Tool,
 };
 
 use self::errors::handler_error;
@@ -89,34 +90,28 @@ pub(crate) fn builder(
     let root = Root::new(dir).map_err(|e| format!("cannot serve {}: {e}", dir.display()))?;
     let base = root.base_uri();
 
-    let template = {
-        let (r1, r2, r3) = (root.clone(), root.clone(), root.clone());
+    // Every handler takes the root as its state (`with_state` below): no clones here.
+    let template =
         ResourceTemplate::new(format!("{base}/{{+path}}"), "file")
             .title("Files")
             .description(format!("Files under {} (read-only)", root.dir().display()))
-            .reader(move |req: ReadRequest, _ctx: RequestContext| {
-                let root = r1.clone();
-                async move {
-                    let rel = req.variables.get("path").cloned().unwrap_or_default();
-                    tokio::task::spawn_blocking(move || read(&root, &rel, req.uri))
-                        .await
-                        .map_err(|_| HandlerError::Failed("read failed".into()))?
-                }
+            .on_read(|State(root): State<Root>, req: ReadRequest| async move {
+                let rel = req.variables.get("path").cloned().unwrap_or_default();
+                tokio::task::spawn_blocking(move || read(&root, &rel, req.uri))
+                    .await
+                    .map_err(|_| HandlerError::Failed("read failed".into()))?
             })
-            .lister(move |_ctx| {
-                let root = r2.clone();
-                async move {
-                    let files = tokio::task::spawn_blocking(move || list(&root));
-                    files
-                        .await
-                        .map_err(|_| HandlerError::Failed("listing failed".into()))?
-                }
+            .on_list(|State(root): State<Root>, _: ListRequest| async move {
+                let files = tokio::task::spawn_blocking(move || list(&root));
+                files
+                    .await
+                    .map_err(|_| HandlerError::Failed("listing failed".into()))?
             })
-            .completer(move |req, _ctx| {
-                let root = r3.clone();
-                async move { complete_path(&root, &req) }
-            })
-    };
+            .on_complete(
+                |State(root): State<Root>, req: CompletionRequest| async move {
+                    complete_path(&root, &req)
+                },
+            );
 
     let about = Resource::new("snodo://demo/about", "about")
         .title("About this server")
@@ -132,75 +127,62 @@ pub(crate) fn builder(
             .to_string(),
         );
 
-    let search_tool = {
-        let root = root.clone();
-        Tool::new("search")
-            .title("Search files")
-            .description("Case-insensitive text search across the files of the served folder. Returns matching lines with their file path and line number.")
-            .read_only()
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false)
-            .timeout(Duration::from_secs(10))
-            .max_concurrent(4)
-            .rate_limit(RateLimit::per_principal(30, Duration::from_secs(10)))
-            .output::<SearchOutput>()
-            .handler(move |args: SearchArgs, ctx: RequestContext| search::run(root.clone(), args, ctx))
-    };
+    let search_tool = Tool::new("search")
+        .title("Search files")
+        .description("Case-insensitive text search across the files of the served folder. Returns matching lines with their file path and line number.")
+        .read_only()
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+        .timeout(Duration::from_secs(10))
+        .max_concurrent(4)
+        .rate_limit(RateLimit::per_principal(30, Duration::from_secs(10)))
+        .output::<SearchOutput>()
+        .handler(|State(root): State<Root>, args: SearchArgs, ctx: RequestContext| search::run(root, args, ctx));
 
-    let index_tool = {
-        let root = root.clone();
-        Tool::new("index_folder")
-            .title("Index the folder")
-            .description("Walks the served folder and summarises it: files, bytes and lines per extension, the largest files. Runs as a task for clients that support the tasks extension (progress in the task's status message).")
-            .read_only()
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false)
-            .timeout(Duration::from_secs(60))
-            .max_concurrent(2)
-            .rate_limit(RateLimit::per_principal(6, Duration::from_secs(60)))
-            .task(snodo::tasks::TaskSupport::Optional)
-            .output::<index::IndexOutput>()
-            .handler(move |args: index::IndexArgs, ctx: RequestContext| index::index(root.clone(), args, ctx))
-    };
+    let index_tool = Tool::new("index_folder")
+        .title("Index the folder")
+        .description("Walks the served folder and summarises it: files, bytes and lines per extension, the largest files. Runs as a task for clients that support the tasks extension (progress in the task's status message).")
+        .read_only()
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+        .timeout(Duration::from_secs(60))
+        .max_concurrent(2)
+        .rate_limit(RateLimit::per_principal(6, Duration::from_secs(60)))
+        .task(snodo::tasks::TaskSupport::Optional)
+        .output::<index::IndexOutput>()
+        .handler(|State(root): State<Root>, args: index::IndexArgs, ctx: RequestContext| index::index(root, args, ctx));
 
-    let review = {
-        let (r1, r2) = (root.clone(), root.clone());
-        Prompt::new("review_file")
-            .title("Review a file")
-            .description("Embeds a file from the served folder and asks for a code review")
-            .argument("path", "File path relative to the served folder", true)
-            .handler(move |args, _ctx| {
-                let root = r1.clone();
-                async move {
-                    let rel = args.get("path").cloned().unwrap_or_default();
-                    let uri = root.uri(&rel);
-                    let contents = tokio::task::spawn_blocking(move || read(&root, &rel, uri))
-                        .await
-                        .map_err(|_| HandlerError::new("read failed"))?;
-                    let contents = match contents {
-                        Ok(mut c) if !c.is_empty() => c.remove(0),
-                        Ok(_) | Err(HandlerError::NotFound) => {
-                            let path = args.get("path").map_or("", String::as_str);
-                            return Err(RpcError::invalid_params(format!("No such file: {path}")).into());
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    Ok(PromptResult::new(vec![
-                        PromptMessage::user(Content::resource(contents)),
-                        PromptMessage::user(Content::text(
-                            "Please review the file above: point out bugs, unclear code and missing tests, most important first.",
-                        )),
-                    ])
-                    .description("Code review of one file"))
+    let review = Prompt::new("review_file")
+        .title("Review a file")
+        .description("Embeds a file from the served folder and asks for a code review")
+        .argument("path", "File path relative to the served folder", true)
+        .on_get(|State(root): State<Root>, args: PromptArguments| async move {
+            let rel = args.get("path").cloned().unwrap_or_default();
+            let uri = root.uri(&rel);
+            let contents = tokio::task::spawn_blocking(move || read(&root, &rel, uri))
+                .await
+                .map_err(|_| HandlerError::new("read failed"))?;
+            let contents = match contents {
+                Ok(mut c) if !c.is_empty() => c.remove(0),
+                Ok(_) | Err(HandlerError::NotFound) => {
+                    let path = args.get("path").map_or("", String::as_str);
+                    return Err(RpcError::invalid_params(format!("No such file: {path}")).into());
                 }
-            })
-            .completer(move |req, _ctx| {
-                let root = r2.clone();
-                async move { complete_path(&root, &req) }
-            })
-    };
+                Err(e) => return Err(e),
+            };
+            Ok(PromptResult::new(vec![
+                PromptMessage::user(Content::resource(contents)),
+                PromptMessage::user(Content::text(
+                    "Please review the file above: point out bugs, unclear code and missing tests, most important first.",
+                )),
+            ])
+            .description("Code review of one file"))
+        })
+        .on_complete(|State(root): State<Root>, req: CompletionRequest| async move {
+            complete_path(&root, &req)
+        });
 
     let mut builder = Runtime::builder("snodo-demo", env!("CARGO_PKG_VERSION"));
     if let Some(key) = state_key {
@@ -220,6 +202,7 @@ pub(crate) fn builder(
         .resource(about)
         .resource_template(template)
         .prompt(review)
+        .with_state(root)
         // Every SKILL.md under the root, as `skill://` resources (Skills extension).
         .skills_dir(dir))
 }

@@ -13,6 +13,7 @@ use crate::runtime::catalogue::{Catalogue, DialectView, Listing};
 use crate::runtime::context::Principal;
 use crate::runtime::context::RequestContext;
 use crate::runtime::cursor;
+use crate::runtime::resource::ListRequest;
 
 /// One page of a list: the range of items and the cursor of the next page.
 fn page(
@@ -227,7 +228,7 @@ impl Router<'_> {
         let listers: Vec<_> = catalogue
             .templates
             .iter()
-            .filter_map(|t| t.template.lister.clone())
+            .filter_map(|t| t.template.lister.get().cloned())
             .collect();
         let resource: fn(&str) -> Component<'_> = |k| Component::Resource(k);
         if listers.is_empty() {
@@ -245,7 +246,7 @@ impl Router<'_> {
         // cursor hash then covers what was listed, so a changed folder restarts paging.
         let mut items = fixed.items.clone();
         for lister in listers {
-            for info in lister(ctx.clone()).await? {
+            for info in lister(ListRequest::default(), ctx.clone()).await? {
                 if let Ok(Value::Object(mut m)) = serde_json::to_value(&info) {
                     call.dialect.shape_component(&mut m);
                     items.push(Value::Object(m));

@@ -44,7 +44,8 @@ impl Router<'_> {
         }
         let handler = prompt
             .handler
-            .clone()
+            .get()
+            .cloned()
             .ok_or_else(|| RpcError::internal("prompt has no handler"))?;
         let result = handler(args, ctx).await.map_err(|e| {
             Stop::from_handler(e, || {
@@ -77,14 +78,16 @@ impl Router<'_> {
         let principal = ctx.principal();
         let found = if let Some(r) = catalogue.resource(&uri) {
             r.reader
-                .clone()
+                .get()
+                .cloned()
                 .map(|reader| (reader, HashMap::new(), None))
         } else {
             catalogue.templates.iter().find_map(|t| {
                 let vars = t.matcher.matches(&uri)?;
                 t.template
                     .reader
-                    .clone()
+                    .get()
+                    .cloned()
                     .map(|reader| (reader, vars, Some(t.template.template.as_str())))
             })
         };
@@ -138,7 +141,7 @@ impl Router<'_> {
                         p.argument
                     )));
                 }
-                prompt.completer.clone()
+                prompt.completer.get().cloned()
             }
             Reference::Resource(uri) => {
                 let unknown =
@@ -153,7 +156,7 @@ impl Router<'_> {
                     &[Component::ResourceTemplate(uri)],
                     unknown,
                 )?;
-                t.template.completer.clone()
+                t.template.completer.get().cloned()
             }
         };
         let mut values = match completer {

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use super::authz::{Authorizer, Refusal};
 use super::catalogue::Catalogue;
-use super::components::Components;
+use super::components::{Components, IntoResource};
 use super::events::CHANGE_BACKLOG;
 use super::input::StateSigner;
 use super::pending::PendingRequests;
 use super::prompt::Prompt;
-use super::resource::{Resource, ResourceTemplate};
+use super::resource::ResourceTemplate;
 use super::tool::Tool;
 use super::{Caches, Capabilities, Inner, Runtime};
 use crate::model::{CacheHint, Icon, ServerInfo};
@@ -276,9 +276,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Registers a resource at a fixed URI.
-    pub fn resource(mut self, resource: Resource) -> Self {
-        self.components.resources.push(resource);
+    /// Registers a resource at a fixed URI, or a template
+    /// ([`IntoResource`](crate::IntoResource)).
+    pub fn resource(mut self, resource: impl IntoResource) -> Self {
+        self.components.push_resource(resource);
         self
     }
 

@@ -201,7 +201,7 @@ fn index_prompts(prompts: &[Prompt]) -> Result<Index, BuildError> {
         if index.insert(p.name.clone(), i).is_some() {
             return Err(duplicate("prompt", &p.name));
         }
-        if p.handler.is_none() {
+        if p.handler.get().is_none() {
             return Err(missing("prompt", &p.name));
         }
     }
@@ -222,7 +222,7 @@ fn index_resources(resources: &[Resource]) -> Result<Index, BuildError> {
         if index.insert(uri.to_owned(), i).is_some() {
             return Err(duplicate("resource", uri));
         }
-        if r.reader.is_none() {
+        if r.reader.get().is_none() {
             return Err(missing("resource", uri));
         }
     }
@@ -246,7 +246,7 @@ fn compile_templates(
                 uri: t.template.clone(),
                 reason,
             })?;
-        if t.reader.is_none() {
+        if t.reader.get().is_none() {
             return Err(missing("resource template", &t.template));
         }
         compiled.push(CompiledTemplate {
@@ -395,10 +395,10 @@ impl Catalogue {
     }
 
     pub(crate) fn has_completions(&self) -> bool {
-        self.prompts.iter().any(|p| p.completer.is_some())
+        self.prompts.iter().any(|p| p.completer.get().is_some())
             || self
                 .templates
                 .iter()
-                .any(|t| t.template.completer.is_some())
+                .any(|t| t.template.completer.get().is_some())
     }
 }

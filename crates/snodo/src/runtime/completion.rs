@@ -1,14 +1,9 @@
 //! Argument completion (`completion/complete`).
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::sync::Arc;
 
-use futures_util::FutureExt as _;
-use futures_util::future::BoxFuture;
-
-use super::context::RequestContext;
 use super::error::HandlerError;
+use super::handler::{Erased, Handler, Slot, erase};
 use crate::protocol::RpcError;
 
 /// Most values one completion answer carries.
@@ -25,21 +20,12 @@ pub struct CompletionRequest {
     pub context: HashMap<String, String>,
 }
 
-pub(crate) type Completer = Arc<
-    dyn Fn(CompletionRequest, RequestContext) -> BoxFuture<'static, Result<Vec<String>, RpcError>>
-        + Send
-        + Sync,
->;
+pub(crate) type Completer = Erased<CompletionRequest, Result<Vec<String>, RpcError>>;
 
-/// Boxes a completer; its [`HandlerError`] becomes the JSON-RPC error it answers.
-pub(crate) fn boxed<F, Fut>(f: F) -> Completer
+/// Erases a completer; its [`HandlerError`] becomes the JSON-RPC error it answers.
+pub(crate) fn boxed<M, H>(handler: H) -> Slot<Completer>
 where
-    F: Fn(CompletionRequest, RequestContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Vec<String>, HandlerError>> + Send + 'static,
+    H: Handler<CompletionRequest, M, Output = Result<Vec<String>, HandlerError>>,
 {
-    Arc::new(move |req, ctx| {
-        f(req, ctx)
-            .map(|r| r.map_err(HandlerError::into_rpc_error))
-            .boxed()
-    })
+    erase(handler, |r| r.map_err(HandlerError::into_rpc_error))
 }

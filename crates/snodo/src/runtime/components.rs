@@ -18,16 +18,81 @@ pub struct Components {
     pub(crate) states: States,
 }
 
+/// A resource at a fixed URI or a template of them: what
+/// [`RuntimeBuilder::resource`](crate::RuntimeBuilder::resource) and
+/// [`Components::add_resource`] take, so that `#[snodo::resource]`'s one entry point
+/// (`NAME::resource()`) registers the same way whether or not its URI has variables.
+///
+/// ```
+/// use snodo::{Resource, ResourceTemplate, Runtime};
+/// let runtime = Runtime::builder("s", "1")
+///     .resource(Resource::new("note://readme", "readme").static_text("text/plain", "hi"))
+///     .resource(ResourceTemplate::new("note://{id}", "note").reader(|req, _ctx| async move {
+///         Ok(vec![snodo::ResourceContents::text(req.uri, "a note")])
+///     }))
+///     .build();
+/// assert!(runtime.is_ok());
+/// ```
+pub trait IntoResource: sealed::Sealed {}
+
+impl IntoResource for Resource {}
+impl IntoResource for ResourceTemplate {}
+
+mod sealed {
+    use super::{Resource, ResourceTemplate};
+
+    /// One or the other.
+    #[derive(Debug)]
+    pub enum Either {
+        Fixed(Resource),
+        Template(ResourceTemplate),
+    }
+
+    /// Keeps [`IntoResource`](super::IntoResource) to the two kinds.
+    pub trait Sealed {
+        fn either(self) -> Either;
+    }
+
+    impl Sealed for Resource {
+        fn either(self) -> Either {
+            Either::Fixed(self)
+        }
+    }
+
+    impl Sealed for ResourceTemplate {
+        fn either(self) -> Either {
+            Either::Template(self)
+        }
+    }
+}
+
+/// The build error of a `kind` component named `name` whose handler takes a state
+/// nobody registered.
+fn missing_state(kind: &'static str, name: &str) -> impl FnOnce(&'static str) -> BuildError {
+    move |state| BuildError::MissingState {
+        kind,
+        name: name.to_owned(),
+        state,
+    }
+}
+
 impl Components {
     /// Binds every handler that takes state to the registered states.
     pub(crate) fn bind(&mut self) -> Result<(), BuildError> {
-        for tool in &mut self.tools {
-            tool.bind(&self.states)
-                .map_err(|state| BuildError::MissingState {
-                    kind: "tool",
-                    name: tool.name.clone(),
-                    state,
-                })?;
+        let states = &self.states;
+        for t in &mut self.tools {
+            t.bind(states).map_err(missing_state("tool", &t.name))?;
+        }
+        for p in &mut self.prompts {
+            p.bind(states).map_err(missing_state("prompt", &p.name))?;
+        }
+        for r in &mut self.resources {
+            r.bind(states)
+                .map_err(missing_state("resource", r.info.uri()))?;
+        }
+        for t in &mut self.templates {
+            t.bind(states)
+                .map_err(missing_state("resource template", &t.template))?;
         }
         Ok(())
     }
@@ -75,8 +140,23 @@ impl Components {
         self.prompts.iter().any(|p| p.name == name)
     }
 
-    /// Adds (or replaces) a resource.
-    pub fn add_resource(&mut self, resource: Resource) {
+    /// Registers a resource or a template, as the builder does
+    /// ([`RuntimeBuilder::resource`](crate::RuntimeBuilder::resource)), duplicates
+    /// included (the build refuses them).
+    pub(crate) fn push_resource(&mut self, resource: impl IntoResource) {
+        match resource.either() {
+            sealed::Either::Fixed(r) => self.resources.push(r),
+            sealed::Either::Template(t) => self.templates.push(t),
+        }
+    }
+
+    /// Adds (or replaces, keeping its position) a resource; a template goes to
+    /// [`add_template`](Self::add_template).
+    pub fn add_resource(&mut self, resource: impl IntoResource) {
+        let resource = match resource.either() {
+            sealed::Either::Fixed(r) => r,
+            sealed::Either::Template(t) => return self.add_template(t),
+        };
         match self
             .resources
             .iter_mut()

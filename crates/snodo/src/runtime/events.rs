@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 /// A change a subscriber may have asked to hear about.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Change {
+pub(crate) enum Change {
     /// The tool list changed.
     ToolsListChanged,
     /// The prompt list changed.

@@ -1,8 +1,12 @@
-//! [`Handler`]: what a tool handler is — any async function of its arguments, with the
-//! [`RequestContext`] and shared [`State`] optional — and the state it can take.
+//! [`Handler`]: what a component's handler is — any async function of its input, with
+//! the [`RequestContext`] and shared [`State`] optional — and the state it can take.
 //!
-//! Like axum's handlers, the forms are trait impls over closures and `async fn`s, told
-//! apart by a marker type parameter (`M`) the caller never names:
+//! One shape for every component: a tool's handler takes its arguments, a prompt's its
+//! [`PromptArguments`](crate::PromptArguments), a reader a [`ReadRequest`](crate::ReadRequest),
+//! a lister a [`ListRequest`](crate::ListRequest), a completer a
+//! [`CompletionRequest`](crate::CompletionRequest). Like axum's handlers, the forms are
+//! trait impls over closures and `async fn`s, told apart by a marker type parameter
+//! (`M`) the caller never names:
 //!
 //! | form | marker |
 //! |---|---|
@@ -13,15 +17,19 @@
 //!
 //! State is registered once on the builder
 //! ([`RuntimeBuilder::with_state`](crate::RuntimeBuilder::with_state)), looked up by type
-//! when the runtime is built (a tool that asks for state nobody registered is refused
+//! when the runtime is built (a handler that asks for state nobody registered is refused
 //! with [`BuildError::MissingState`](crate::BuildError::MissingState)), and cloned into
-//! each call: no clone per closure in application code.
+//! each call: no clone per closure in application code. Every component keeps its
+//! handlers in a `Slot` and erases them with `erase` (tools, whose arguments are
+//! deserialised first, with `bind_or_defer`).
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
 
 use super::context::RequestContext;
 
@@ -35,7 +43,7 @@ use super::context::RequestContext;
 pub struct State<S>(pub S);
 
 /// An async function that handles one kind of request: `In` is what it receives (a
-/// tool's arguments), `M` a marker that tells the supported forms apart (callers never
+/// tool's arguments, a [`ReadRequest`](crate::ReadRequest), …), `M` a marker that tells the supported forms apart (callers never
 /// name it).
 ///
 /// Like axum's handlers, the forms are impls over closures and `async fn`s:
@@ -167,8 +175,8 @@ pub(crate) type Binder<T> = Arc<dyn Fn(&States) -> Option<T> + Send + Sync>;
 /// A handler waiting for its state: the binder and the state's type name (for the
 /// build error).
 pub(crate) struct Unbound<T> {
-    pub(crate) bind: Binder<T>,
-    pub(crate) state: &'static str,
+    bind: Binder<T>,
+    state: &'static str,
 }
 
 impl<T> Clone for Unbound<T> {
@@ -184,12 +192,87 @@ impl<T> Clone for Unbound<T> {
 /// [`States`] to bind at build time.
 pub(crate) fn bind_or_defer<T, S: Clone + Send + Sync + 'static>(
     make: impl Fn(S) -> T + Send + Sync + 'static,
-) -> Result<T, Unbound<T>> {
+) -> Slot<T> {
     if let Some(state) = States::default().get::<S>() {
-        return Ok(make(state));
+        return Slot::Ready(make(state));
     }
-    Err(Unbound {
+    Slot::Waiting(Unbound {
         bind: Arc::new(move |states: &States| states.get::<S>().map(&make)),
         state: std::any::type_name::<S>(),
+    })
+}
+
+/// Where a component keeps one of its handlers: none yet, ready to call, or waiting
+/// for the state it takes (until [`bind`](Self::bind) at build time).
+#[derive(Default)]
+pub(crate) enum Slot<T> {
+    #[default]
+    Empty,
+    Ready(T),
+    Waiting(Unbound<T>),
+}
+
+impl<T: Clone> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Empty => Self::Empty,
+            Self::Ready(t) => Self::Ready(t.clone()),
+            Self::Waiting(u) => Self::Waiting(u.clone()),
+        }
+    }
+}
+
+impl<T> Slot<T> {
+    /// The handler, once bound.
+    pub(crate) fn get(&self) -> Option<&T> {
+        match self {
+            Self::Ready(t) => Some(t),
+            Self::Empty | Self::Waiting(_) => None,
+        }
+    }
+
+    /// Takes the bound handler out, leaving the slot empty.
+    pub(crate) fn take(&mut self) -> Option<T> {
+        match std::mem::take(self) {
+            Self::Ready(t) => Some(t),
+            Self::Empty | Self::Waiting(_) => None,
+        }
+    }
+
+    /// Binds a handler that takes state; `Err(type name)` when that state is not
+    /// registered.
+    pub(crate) fn bind(&mut self, states: &States) -> Result<(), &'static str> {
+        if let Self::Waiting(u) = self {
+            *self = Self::Ready((u.bind)(states).ok_or(u.state)?);
+        }
+        Ok(())
+    }
+}
+
+/// A handler with its form and state erased: what a component stores and the router
+/// calls.
+pub(crate) type Erased<In, Out> =
+    Arc<dyn Fn(In, RequestContext) -> BoxFuture<'static, Out> + Send + Sync>;
+
+/// Erases any [`Handler`] form into the one shape the router calls, `finish` turning
+/// its output into what the router expects: the one place every component's handler
+/// (prompt, reader, lister, completer) is boxed and given its state.
+pub(crate) fn erase<In, M, H, Out>(
+    handler: H,
+    finish: fn(H::Output) -> Out,
+) -> Slot<Erased<In, Out>>
+where
+    H: Handler<In, M>,
+    H::Output: 'static,
+    In: Send + 'static,
+    Out: Send + 'static,
+{
+    let handler = Arc::new(handler);
+    bind_or_defer(move |state: H::State| -> Erased<In, Out> {
+        let handler = Arc::clone(&handler);
+        Arc::new(move |input, ctx| {
+            let future = handler.call(state.clone(), input, ctx);
+            Box::pin(async move { finish(future.await) })
+        })
     })
 }

@@ -1,22 +1,24 @@
 //! The runtime: an immutable description of a server (identity, components, enabled
 //! dialects, policies), built once and shared by every transport.
 
-pub mod authz;
-pub mod completion;
-pub mod components;
-pub mod context;
+#![warn(unreachable_pub)]
+
+pub(crate) mod authz;
+pub(crate) mod completion;
+pub(crate) mod components;
+pub(crate) mod context;
 pub(crate) mod cursor;
-pub mod error;
-pub mod events;
+pub(crate) mod error;
+pub(crate) mod events;
 pub(crate) mod handler;
-pub mod input;
-pub mod param_headers;
+pub(crate) mod input;
+pub(crate) mod param_headers;
 pub(crate) mod pending;
-pub mod policy;
-pub mod prompt;
-pub mod resource;
-pub mod tool;
-pub mod uri_template;
+pub(crate) mod policy;
+pub(crate) mod prompt;
+pub(crate) mod resource;
+pub(crate) mod tool;
+pub(crate) mod uri_template;
 
 mod builder;
 pub(crate) mod catalogue;

@@ -3,17 +3,24 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
 use super::error::HandlerError;
+use super::handler::{Erased, Handler, Slot, States, erase};
 use crate::model::{Content, Icon, PromptMessage, PromptResult};
 
-/// One declared prompt argument.
+/// One declared prompt argument: optional unless marked [`required`](Self::required).
+///
+/// ```
+/// use snodo::{Prompt, PromptArgument};
+/// let p = Prompt::new("review")
+///     .arg(PromptArgument::new("code").description("The code to review").required())
+///     .arg(PromptArgument::new("focus").description("What to look at first"));
+/// # let _ = p;
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PromptArgument {
     name: String,
@@ -24,6 +31,36 @@ pub struct PromptArgument {
 }
 
 impl PromptArgument {
+    /// An optional argument named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            required: false,
+        }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Marks the argument required: a `prompts/get` without it is refused before the
+    /// handler runs.
+    #[must_use]
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+
+    /// Whether the argument is required.
+    #[must_use]
+    pub fn is_required(&self) -> bool {
+        self.required
+    }
+
     /// The argument name.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -34,14 +71,7 @@ impl PromptArgument {
 /// The arguments a prompt was called with (a flat string map).
 pub type PromptArguments = HashMap<String, String>;
 
-pub(crate) type PromptHandler = Arc<
-    dyn Fn(
-            PromptArguments,
-            RequestContext,
-        ) -> BoxFuture<'static, Result<PromptResult, HandlerError>>
-        + Send
-        + Sync,
->;
+pub(crate) type PromptHandler = Erased<PromptArguments, Result<PromptResult, HandlerError>>;
 
 /// A prompt template.
 #[derive(Clone)]
@@ -51,8 +81,8 @@ pub struct Prompt {
     pub(crate) description: Option<String>,
     pub(crate) arguments: Vec<PromptArgument>,
     pub(crate) icons: Vec<Icon>,
-    pub(crate) handler: Option<PromptHandler>,
-    pub(crate) completer: Option<Completer>,
+    pub(crate) handler: Slot<PromptHandler>,
+    pub(crate) completer: Slot<Completer>,
 }
 
 impl fmt::Debug for Prompt {
@@ -86,8 +116,8 @@ impl Prompt {
             description: None,
             arguments: Vec::new(),
             icons: Vec::new(),
-            handler: None,
-            completer: None,
+            handler: Slot::Empty,
+            completer: Slot::Empty,
         }
     }
 
@@ -112,42 +142,90 @@ impl Prompt {
         self
     }
 
-    /// Declares an argument.
+    /// Declares an argument ([`PromptArgument`] says how).
+    #[must_use]
+    pub fn arg(mut self, argument: PromptArgument) -> Self {
+        self.arguments.push(argument);
+        self
+    }
+
+    /// Declares an argument with its description, `required` or not: the short form
+    /// of [`arg`](Self::arg).
     #[must_use]
     pub fn argument(
-        mut self,
+        self,
         name: impl Into<String>,
         description: impl Into<String>,
         required: bool,
     ) -> Self {
-        self.arguments.push(PromptArgument {
-            name: name.into(),
-            description: Some(description.into()),
-            required,
-        });
+        let argument = PromptArgument::new(name).description(description);
+        self.arg(if required {
+            argument.required()
+        } else {
+            argument
+        })
+    }
+
+    /// Sets the handler of `prompts/get`: an async function (or closure) of the
+    /// [`PromptArguments`], optionally with the [`RequestContext`] after them and a
+    /// [`State`](crate::State) before them ([`Handler`] lists the forms). It returns
+    /// anything [`IntoPromptResult`]. Required arguments are checked before it runs.
+    ///
+    /// ```
+    /// # use snodo::{Prompt, PromptArguments, State};
+    /// # #[derive(Clone)] struct Style(&'static str);
+    /// let p = Prompt::new("greet").on_get(|State(style): State<Style>, args: PromptArguments| async move {
+    ///     format!("{} {}", style.0, args.get("name").map_or("you", String::as_str))
+    /// });
+    /// # let _ = p;
+    /// ```
+    #[must_use]
+    pub fn on_get<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<PromptArguments, M>,
+        H::Output: IntoPromptResult + 'static,
+    {
+        self.handler = erase(handler, IntoPromptResult::into_prompt_result);
         self
     }
 
-    /// Sets the handler. Required arguments are checked before it runs.
+    /// Sets the handler: [`on_get`](Self::on_get) for the `(arguments, context)`
+    /// closure, whose parameter types need no annotation.
     #[must_use]
-    pub fn handler<F, Fut>(mut self, f: F) -> Self
+    pub fn handler<F, Fut>(self, f: F) -> Self
     where
         F: Fn(PromptArguments, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<PromptResult, HandlerError>> + Send + 'static,
     {
-        self.handler = Some(Arc::new(move |args, ctx| Box::pin(f(args, ctx))));
+        self.on_get(f)
+    }
+
+    /// Sets the completer of the prompt's arguments: any [`Handler`] form of a
+    /// [`CompletionRequest`] returning the candidate values.
+    #[must_use]
+    pub fn on_complete<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<CompletionRequest, M, Output = Result<Vec<String>, HandlerError>>,
+    {
+        self.completer = super::completion::boxed(handler);
         self
     }
 
-    /// Sets a completer for the prompt's arguments.
+    /// Sets a completer: [`on_complete`](Self::on_complete) for the `(request,
+    /// context)` closure, whose parameter types need no annotation.
     #[must_use]
-    pub fn completer<F, Fut>(mut self, f: F) -> Self
+    pub fn completer<F, Fut>(self, f: F) -> Self
     where
         F: Fn(CompletionRequest, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<String>, HandlerError>> + Send + 'static,
     {
-        self.completer = Some(super::completion::boxed(f));
-        self
+        self.on_complete(f)
+    }
+
+    /// Binds the handlers that take state; `Err(type name)` when one is not registered.
+    pub(crate) fn bind(&mut self, states: &States) -> Result<(), &'static str> {
+        self.handler.bind(states)?;
+        self.completer.bind(states)
     }
 
     pub(crate) fn info(&self) -> PromptInfo<'_> {

@@ -5,14 +5,13 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures_util::FutureExt as _;
-use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::completion::{Completer, CompletionRequest};
 use super::context::RequestContext;
 use super::error::HandlerError;
+use super::handler::{Erased, Handler, Slot, States, erase};
 use super::uri_template::UriTemplate;
 use crate::model::{Annotations, Icon, ResourceContents};
 use crate::protocol::RpcError;
@@ -26,18 +25,23 @@ pub struct ReadRequest {
     pub variables: HashMap<String, String>,
 }
 
-pub(crate) type Reader = Arc<
-    dyn Fn(
-            ReadRequest,
-            RequestContext,
-        ) -> BoxFuture<'static, Result<Vec<ResourceContents>, HandlerError>>
-        + Send
-        + Sync,
->;
+/// What a template's lister is asked (nothing yet: the lister names every resource the
+/// template currently addresses).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ListRequest {}
 
-pub(crate) type Lister = Arc<
-    dyn Fn(RequestContext) -> BoxFuture<'static, Result<Vec<ResourceInfo>, RpcError>> + Send + Sync,
->;
+pub(crate) type Reader = Erased<ReadRequest, Result<Vec<ResourceContents>, HandlerError>>;
+
+pub(crate) type Lister = Erased<ListRequest, Result<Vec<ResourceInfo>, RpcError>>;
+
+/// Erases a reader (any [`Handler`] form).
+fn boxed_reader<M, H>(handler: H) -> Slot<Reader>
+where
+    H: Handler<ReadRequest, M, Output = Result<Vec<ResourceContents>, HandlerError>>,
+{
+    erase(handler, std::convert::identity)
+}
 
 /// The listed description of a resource (`Resource` on the wire).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -139,7 +143,7 @@ impl ResourceInfo {
 #[derive(Clone)]
 pub struct Resource {
     pub(crate) info: ResourceInfo,
-    pub(crate) reader: Option<Reader>,
+    pub(crate) reader: Slot<Reader>,
 }
 
 impl fmt::Debug for Resource {
@@ -150,20 +154,12 @@ impl fmt::Debug for Resource {
     }
 }
 
-fn boxed_reader<F, Fut>(f: F) -> Reader
-where
-    F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
-{
-    Arc::new(move |req, ctx| Box::pin(f(req, ctx)))
-}
-
 impl Resource {
     /// A resource at `uri` named `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             info: ResourceInfo::new(uri, name),
-            reader: None,
+            reader: Slot::Empty,
         }
     }
 
@@ -209,15 +205,41 @@ impl Resource {
         self
     }
 
-    /// Sets the reader.
+    /// Sets the reader of `resources/read`: an async function (or closure) of the
+    /// [`ReadRequest`], optionally with the [`RequestContext`] after it and a
+    /// [`State`](crate::State) before it ([`Handler`] lists the forms).
+    ///
+    /// ```
+    /// # use snodo::{ReadRequest, Resource, ResourceContents, State};
+    /// # #[derive(Clone)] struct Motd(&'static str);
+    /// let r = Resource::new("motd://today", "motd").on_read(|State(m): State<Motd>, req: ReadRequest| async move {
+    ///     Ok(vec![ResourceContents::text(req.uri, m.0)])
+    /// });
+    /// # let _ = r;
+    /// ```
     #[must_use]
-    pub fn reader<F, Fut>(mut self, f: F) -> Self
+    pub fn on_read<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<ReadRequest, M, Output = Result<Vec<ResourceContents>, HandlerError>>,
+    {
+        self.reader = boxed_reader(handler);
+        self
+    }
+
+    /// Sets the reader: [`on_read`](Self::on_read) for the `(request, context)`
+    /// closure, whose parameter types need no annotation.
+    #[must_use]
+    pub fn reader<F, Fut>(self, f: F) -> Self
     where
         F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
-        self.reader = Some(boxed_reader(f));
-        self
+        self.on_read(f)
+    }
+
+    /// Binds a reader that takes state; `Err(type name)` when it is not registered.
+    pub(crate) fn bind(&mut self, states: &States) -> Result<(), &'static str> {
+        self.reader.bind(states)
     }
 
     /// A fixed text resource.
@@ -253,9 +275,9 @@ pub struct ResourceTemplate {
     pub(crate) mime_type: Option<String>,
     pub(crate) icons: Vec<Icon>,
     pub(crate) annotations: Option<Annotations>,
-    pub(crate) reader: Option<Reader>,
-    pub(crate) lister: Option<Lister>,
-    pub(crate) completer: Option<Completer>,
+    pub(crate) reader: Slot<Reader>,
+    pub(crate) lister: Slot<Lister>,
+    pub(crate) completer: Slot<Completer>,
 }
 
 impl fmt::Debug for ResourceTemplate {
@@ -295,9 +317,9 @@ impl ResourceTemplate {
             mime_type: None,
             icons: Vec::new(),
             annotations: None,
-            reader: None,
-            lister: None,
-            completer: None,
+            reader: Slot::Empty,
+            lister: Slot::Empty,
+            completer: Slot::Empty,
         }
     }
 
@@ -330,43 +352,89 @@ impl ResourceTemplate {
         self
     }
 
-    /// Sets the reader; it receives the template variables.
+    /// Sets the reader of the resources it addresses: any [`Handler`] form of a
+    /// [`ReadRequest`], whose `variables` are the template's.
+    ///
+    /// ```
+    /// # use snodo::{ReadRequest, ResourceContents, ResourceTemplate, State};
+    /// # #[derive(Clone)] struct Notes;
+    /// let t = ResourceTemplate::new("note://{id}", "note")
+    ///     .on_read(|State(_notes): State<Notes>, req: ReadRequest| async move {
+    ///         let id = req.variables.get("id").cloned().unwrap_or_default();
+    ///         Ok(vec![ResourceContents::text(req.uri, format!("note {id}"))])
+    ///     });
+    /// # let _ = t;
+    /// ```
     #[must_use]
-    pub fn reader<F, Fut>(mut self, f: F) -> Self
+    pub fn on_read<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<ReadRequest, M, Output = Result<Vec<ResourceContents>, HandlerError>>,
+    {
+        self.reader = boxed_reader(handler);
+        self
+    }
+
+    /// Sets the reader: [`on_read`](Self::on_read) for the `(request, context)`
+    /// closure, whose parameter types need no annotation.
+    #[must_use]
+    pub fn reader<F, Fut>(self, f: F) -> Self
     where
         F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
-        self.reader = Some(boxed_reader(f));
+        self.on_read(f)
+    }
+
+    /// Sets the lister: the concrete resources this template currently addresses,
+    /// listed in `resources/list` after the fixed resources. Any [`Handler`] form of a
+    /// [`ListRequest`].
+    #[must_use]
+    pub fn on_list<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<ListRequest, M, Output = Result<Vec<ResourceInfo>, HandlerError>>,
+    {
+        self.lister = erase(handler, |r| r.map_err(HandlerError::into_rpc_error));
         self
     }
 
-    /// Sets a lister: the concrete resources this template currently addresses, listed
-    /// in `resources/list` after the fixed resources.
+    /// Sets a lister of the context alone ([`on_list`](Self::on_list) takes every
+    /// form).
     #[must_use]
-    pub fn lister<F, Fut>(mut self, f: F) -> Self
+    pub fn lister<F, Fut>(self, f: F) -> Self
     where
         F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceInfo>, HandlerError>> + Send + 'static,
     {
-        self.lister = Some(Arc::new(move |ctx| {
-            f(ctx)
-                .map(|r| r.map_err(HandlerError::into_rpc_error))
-                .boxed()
-        }));
+        self.on_list(move |_: ListRequest, ctx: RequestContext| f(ctx))
+    }
+
+    /// Sets the completer of the template's variables (`completion/complete` with a
+    /// `ref/resource` reference): any [`Handler`] form of a [`CompletionRequest`].
+    #[must_use]
+    pub fn on_complete<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<CompletionRequest, M, Output = Result<Vec<String>, HandlerError>>,
+    {
+        self.completer = super::completion::boxed(handler);
         self
     }
 
-    /// Sets a completer for the template's variables (`completion/complete` with a
-    /// `ref/resource` reference).
+    /// Sets a completer: [`on_complete`](Self::on_complete) for the `(request,
+    /// context)` closure, whose parameter types need no annotation.
     #[must_use]
-    pub fn completer<F, Fut>(mut self, f: F) -> Self
+    pub fn completer<F, Fut>(self, f: F) -> Self
     where
         F: Fn(CompletionRequest, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<String>, HandlerError>> + Send + 'static,
     {
-        self.completer = Some(super::completion::boxed(f));
-        self
+        self.on_complete(f)
+    }
+
+    /// Binds the handlers that take state; `Err(type name)` when one is not registered.
+    pub(crate) fn bind(&mut self, states: &States) -> Result<(), &'static str> {
+        self.reader.bind(states)?;
+        self.lister.bind(states)?;
+        self.completer.bind(states)
     }
 
     pub(crate) fn info(&self) -> TemplateInfo<'_> {

@@ -5,7 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::context::RequestContext;
 use super::error::HandlerError;
-use super::handler::{Handler, States, Unbound, bind_or_defer};
+use super::handler::{Erased, Handler, Slot, States, bind_or_defer};
 use super::input::InputRequest;
 use super::policy::{Enforcer, Policy, RateLimit};
 use crate::model::{Icon, ToolAnnotations, ToolResult};
@@ -74,11 +73,8 @@ impl<T: IntoToolResult, E: Into<HandlerError>> IntoToolResult for Result<T, E> {
 #[serde(deny_unknown_fields)]
 pub struct NoArguments {}
 
-pub(crate) type ToolHandler = Arc<
-    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<ToolResult, HandlerError>>
-        + Send
-        + Sync,
->;
+/// A tool's handler, erased: the validated arguments as JSON, deserialised inside.
+pub(crate) type ToolHandler = Erased<Value, Result<ToolResult, HandlerError>>;
 
 /// A tool: its definition and its handler. Built by value, registered on a
 /// [`RuntimeBuilder`](crate::RuntimeBuilder).
@@ -94,9 +90,8 @@ pub struct Tool {
     pub(crate) extra_annotations: Option<Map<String, Value>>,
     pub(crate) icons: Vec<Icon>,
     pub(crate) meta: Option<Map<String, Value>>,
-    pub(crate) handler: Option<ToolHandler>,
-    /// A handler that takes state, until the runtime is built.
-    unbound: Option<Unbound<ToolHandler>>,
+    /// The handler (waiting for its state until the runtime is built).
+    pub(crate) handler: Slot<ToolHandler>,
     /// Its limits and their state (shared by every catalogue that holds the tool).
     pub(crate) enforcer: Option<Arc<Enforcer>>,
     policy: Policy,
@@ -193,8 +188,7 @@ impl Tool {
             extra_annotations: None,
             icons: Vec::new(),
             meta: None,
-            handler: None,
-            unbound: None,
+            handler: Slot::Empty,
             enforcer: None,
             policy: Policy::default(),
             task: None,
@@ -407,7 +401,7 @@ impl Tool {
             self.input_schema = Some(schema_for::<A>());
         }
         let handler = Arc::new(handler);
-        self.set_handler(bind_or_defer(move |state: H::State| -> ToolHandler {
+        self.handler = bind_or_defer(move |state: H::State| -> ToolHandler {
             let handler = Arc::clone(&handler);
             Arc::new(move |args: Value, ctx| {
                 let (handler, state) = (Arc::clone(&handler), state.clone());
@@ -420,7 +414,7 @@ impl Tool {
                     handler.call(state, args, ctx).await.into_tool_result()
                 })
             })
-        }));
+        });
         self
     }
 
@@ -435,29 +429,17 @@ impl Tool {
         R: IntoToolResult,
     {
         let f = Arc::new(f);
-        self.set_handler(Ok(Arc::new(move |args: Value, ctx| {
+        self.handler = Slot::Ready(Arc::new(move |args: Value, ctx| {
             let f = Arc::clone(&f);
             Box::pin(async move { f(args, ctx).await.into_tool_result() })
-        })));
+        }));
         self
-    }
-
-    fn set_handler(&mut self, handler: Result<ToolHandler, Unbound<ToolHandler>>) {
-        (self.handler, self.unbound) = match handler {
-            Ok(h) => (Some(h), None),
-            Err(u) => (None, Some(u)),
-        };
     }
 
     /// Binds a handler that takes state; `Err(type name)` when that state is not
     /// registered.
     pub(crate) fn bind(&mut self, states: &States) -> Result<(), &'static str> {
-        if let Some(u) = &self.unbound {
-            let handler = (u.bind)(states).ok_or(u.state)?;
-            self.handler = Some(handler);
-            self.unbound = None;
-        }
-        Ok(())
+        self.handler.bind(states)
     }
 
     /// The name.
