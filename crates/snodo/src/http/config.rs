@@ -232,6 +232,7 @@ impl HttpConfig {
     /// Sets the time a pending response write may go without progress before the
     /// connection is dropped (a client that stopped reading its answer). A client that
     /// reads slowly but steadily keeps its connection however long its answer takes.
+    /// Default: 30 s.
     #[must_use]
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.write_timeout = timeout;
@@ -242,7 +243,7 @@ impl HttpConfig {
     /// of one JSON-RPC batch's answers, and the most bytes of large answers (64 KiB
     /// and more) built and not yet written, over all connections. An answer past a
     /// budget is replaced by a JSON-RPC error (`-32603`; 503 with `Retry-After` for
-    /// the total).
+    /// the total). Defaults: 64 MiB, 64 MiB, 256 MiB.
     #[must_use]
     pub fn answer_limits(mut self, answer: usize, batch: usize, buffered: usize) -> Self {
         self.max_answer_bytes = answer;
