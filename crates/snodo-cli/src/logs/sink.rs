@@ -242,8 +242,10 @@ mod tests {
         for i in 0..1000 {
             if i % 2 == 0 {
                 sink.push(&format!("line {i}\n"));
-            } else {
-                assert!(sink.write_in_place(|q| q.push_str(&format!("line {i}\n"))));
+            } else if !sink.write_in_place(|q| q.push_str(&format!("line {i}\n"))) {
+                // The writer held the queue (a busy machine can preempt it there): the
+                // caller's way, as `Lines::on_event` does, is the copy through `push`.
+                sink.push(&format!("line {i}\n"));
             }
             if i % 100 == 0 {
                 std::thread::sleep(Duration::from_millis(15)); // let the writer go idle
