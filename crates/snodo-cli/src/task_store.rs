@@ -26,6 +26,13 @@ pub(crate) struct TaskStoreArgs {
     /// Seconds between sweeps (lease-expired tasks fail, expired tasks are deleted).
     #[arg(long = "task-sweep", default_value_t = 10.0, value_parser = seconds)]
     sweep: f64,
+    /// Most stored (unexpired) tasks per principal; one more is refused (0: no limit).
+    #[arg(long = "task-max-per-principal", default_value_t = 256)]
+    max_per_principal: u64,
+    /// Most stored (unexpired) tasks in all, across the instances sharing the store (0:
+    /// no limit).
+    #[arg(long = "task-max", default_value_t = 4096)]
+    max_total: u64,
 }
 
 fn seconds(s: &str) -> Result<f64, String> {
@@ -49,9 +56,12 @@ pub(crate) async fn options(args: &TaskStoreArgs) -> Result<TaskOptions, String>
             "--task-store {spec}: expected memory, sqlite:PATH or postgres:URL"
         ));
     };
+    let limit = |n: u64| (n > 0).then_some(n);
     let mut options = options
         .lease(Duration::from_secs_f64(args.lease))
-        .sweep_interval(Duration::from_secs_f64(args.sweep));
+        .sweep_interval(Duration::from_secs_f64(args.sweep))
+        .max_tasks_per_principal(limit(args.max_per_principal))
+        .max_tasks(limit(args.max_total));
     if let Some(id) = args.instance.clone().or(default_instance) {
         options = options.instance(id);
     }

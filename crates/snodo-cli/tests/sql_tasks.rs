@@ -180,6 +180,59 @@ fn a_second_live_process_leaves_the_first_ones_tasks_alone() {
     remove_db(&db);
 }
 
+/// Past `--task-max-per-principal`, a `tools/call` that would create a task is refused
+/// with a JSON-RPC error saying why, and nothing is stored; the store (the memory store,
+/// and SQLite through the same code as PostgreSQL) serves on (issue 37: no cap; 2,000
+/// tasks in 0.3 s, kept for the hour of their TTL).
+#[test]
+fn stored_tasks_are_capped_per_principal() {
+    let db = temp_db();
+    for store in ["memory".to_owned(), format!("sqlite:{}", db.display())] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+            .args(["fixture", "--stdio", "--protocols", "2026-07-28"])
+            .args(["--task-store", &store, "--task-max-per-principal", "3"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        for id in 1..=5 {
+            let msg = R2026_07_28
+                .request("tools/call")
+                .id(id)
+                .params(json!({"name": "slow_compute", "arguments": {"seconds": 0}}))
+                .capabilities(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+                .body();
+            writeln!(stdin, "{msg}").unwrap();
+        }
+        stdin.flush().unwrap();
+        let answers: Vec<Value> = (0..5)
+            .map(|_| {
+                let mut line = String::new();
+                stdout.read_line(&mut line).unwrap();
+                serde_json::from_str(&line).unwrap()
+            })
+            .collect();
+        // The calls run concurrently: any three of them get the tasks.
+        let (created, refused): (Vec<&Value>, Vec<&Value>) = answers
+            .iter()
+            .partition(|m| m["result"]["resultType"] == "task");
+        assert_eq!(created.len(), 3, "{store}: {answers:?}");
+        assert_eq!(refused.len(), 2, "{store}: {answers:?}");
+        for m in refused {
+            assert_eq!(m["error"]["code"], -32603, "{store}: {m}");
+            assert_eq!(m["error"]["data"]["reason"], "tasks", "{store}: {m}");
+            let message = m["error"]["message"].as_str().unwrap();
+            assert!(message.contains("at most 3"), "{store}: {m}");
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+    remove_db(&db);
+}
+
 /// `--task-store sqlite:` names no file: refused at startup, saying so.
 #[test]
 fn an_empty_sqlite_path_is_refused_at_startup() {

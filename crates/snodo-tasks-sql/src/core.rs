@@ -14,8 +14,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use snodo::tasks::{
-    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskRecord, TaskStatus, TaskStore,
-    lease_lost_error,
+    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskLimits, TaskRecord, TaskStatus,
+    TaskStore, lease_lost_error,
 };
 use tokio::sync::broadcast;
 
@@ -40,6 +40,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
         sql: &'a str,
         args: &'a [Arg],
     ) -> impl Future<Output = Result<Option<Raw>, StoreError>> + Send + 'a;
+
+    /// Runs a statement selecting one integer (a count).
+    fn count<'a>(
+        &'a self,
+        sql: &'a str,
+        args: &'a [Arg],
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'a;
 }
 
 /// The wake-up for [`TaskStore::wait_change`]: task ids whose version changed, from this
@@ -97,6 +104,10 @@ impl<B: Backend> SqlStore<B> {
         self.backend.fetch(&Self::sql(template), args).await
     }
 
+    async fn count(&self, template: &str, args: &[Arg]) -> Result<u64, StoreError> {
+        self.backend.count(&Self::sql(template), args).await
+    }
+
     fn changed(&self, id: &str) {
         // No receiver is not an error: nobody waits.
         let _ = self.changes.send(id.to_owned());
@@ -121,6 +132,9 @@ impl<B: Backend> SqlStore<B> {
     }
 
     async fn create(&self, task: NewTask) -> Result<TaskRecord, StoreError> {
+        let limits = task.limits;
+        let cap = |n: Option<u64>| n.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let owner = task.owner.clone();
         let args = [
             task.id.as_str().into(),
             task.owner.subject.into(),
@@ -130,20 +144,49 @@ impl<B: Backend> SqlStore<B> {
             task.poll_interval_ms.map(millis).into(),
             task.instance.into(),
             duration_ms(task.lease).into(),
+            cap(limits.per_owner).into(),
+            cap(limits.total).into(),
         ];
+        // The limits are checked by the insert itself (no read-then-write): SQLite runs
+        // one writer at a time; on PostgreSQL creates racing on other connections may
+        // each see the count before the others' rows.
         let raw = self
             .fetch(
                 "INSERT INTO snodo_tasks (id, owner_subject, owner_scope, status, status_message, \
                  created_at, updated_at, ttl_ms, poll_interval_ms, expires_at, version, instance, \
                  lease_until) \
-                 VALUES ($1, $2, $3, 'working', $4, {now}, {now}, $5, $6, {now} + $5, 1, $7, \
-                 {now} + $8) \
+                 SELECT $1, $2, $3, 'working', $4, {now}, {now}, $5, $6, {now} + $5, 1, $7, \
+                 {now} + $8 \
+                 WHERE (SELECT COUNT(*) FROM snodo_tasks \
+                        WHERE owner_subject = $2 AND owner_scope = $3 AND {live}) < $9 \
+                   AND (SELECT COUNT(*) FROM snodo_tasks WHERE {live}) < $10 \
                  RETURNING {cols}",
                 &args,
             )
-            .await?
-            .ok_or_else(|| StoreError::Unavailable("INSERT returned no row".into()))?;
-        raw.record()
+            .await?;
+        match raw {
+            Some(raw) => raw.record(),
+            None => Err(self.refusal(&owner, limits).await),
+        }
+    }
+
+    /// Why a create within `limits` stored nothing: the counts, read again.
+    async fn refusal(&self, owner: &Owner, limits: TaskLimits) -> StoreError {
+        let counted = self
+            .count(
+                "SELECT COUNT(*) FROM snodo_tasks \
+                 WHERE owner_subject = $1 AND owner_scope = $2 AND {live}",
+                &[owner.subject.as_str().into(), owner.scope.as_str().into()],
+            )
+            .await;
+        let all = self
+            .count("SELECT COUNT(*) FROM snodo_tasks WHERE {live}", &[])
+            .await;
+        match (counted, all) {
+            (Ok(owned), Ok(all)) => limits.refusal(owned, all),
+            _ => None,
+        }
+        .unwrap_or_else(|| StoreError::LimitReached("the task store is full; retry later".into()))
     }
 
     async fn set_status(

@@ -14,18 +14,32 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 pub(crate) type Scripts = &'static [(i64, &'static str, &'static str)];
 
 #[cfg(feature = "sqlite")]
-pub(crate) const SQLITE: Scripts = &[(
-    20261203000001,
-    "snodo tasks",
-    include_str!("../migrations/sqlite/20261203000001_tasks.sql"),
-)];
+pub(crate) const SQLITE: Scripts = &[
+    (
+        20261203000001,
+        "snodo tasks",
+        include_str!("../migrations/sqlite/20261203000001_tasks.sql"),
+    ),
+    (
+        20261204000001,
+        "snodo tasks owner index",
+        include_str!("../migrations/sqlite/20261204000001_owner_index.sql"),
+    ),
+];
 
 #[cfg(feature = "postgres")]
-pub(crate) const POSTGRES: Scripts = &[(
-    20261203000001,
-    "snodo tasks",
-    include_str!("../migrations/postgres/20261203000001_tasks.sql"),
-)];
+pub(crate) const POSTGRES: Scripts = &[
+    (
+        20261203000001,
+        "snodo tasks",
+        include_str!("../migrations/postgres/20261203000001_tasks.sql"),
+    ),
+    (
+        20261204000001,
+        "snodo tasks owner index",
+        include_str!("../migrations/postgres/20261204000001_owner_index.sql"),
+    ),
+];
 
 #[derive(Debug)]
 struct Embedded(Scripts);

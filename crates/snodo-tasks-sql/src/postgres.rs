@@ -11,8 +11,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use snodo::tasks::StoreError;
-use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::{PgPool, Row as _};
 
 use crate::core::{Backend, Changes, SqlStore, changes};
 use crate::row::{Arg, Raw, bind, decode};
@@ -168,5 +168,14 @@ impl Backend for Postgres {
             .await
             .map_err(db_error)?;
         row.as_ref().map(decode).transpose()
+    }
+
+    async fn count(&self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
+        let row = bind(sqlx::query(sql), args)
+            .fetch_one(&self.0)
+            .await
+            .map_err(db_error)?;
+        let n: i64 = row.try_get(0).map_err(db_error)?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 }

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use snodo::tasks::StoreError;
-use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row as _, SqlitePool};
 
 use crate::core::{Backend, SqlStore, changes};
 use crate::row::{Arg, Raw, bind, decode};
@@ -132,5 +132,14 @@ impl Backend for Sqlite {
             .await
             .map_err(db_error)?;
         row.as_ref().map(decode).transpose()
+    }
+
+    async fn count(&self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
+        let row = bind(sqlx::query(sql), args)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let n: i64 = row.try_get(0).map_err(db_error)?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 }

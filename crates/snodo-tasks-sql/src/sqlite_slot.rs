@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use snodo::tasks::StoreError;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteLockingMode};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteLockingMode};
 use sqlx::{ConnectOptions as _, SqliteConnection};
 
 /// Most slots tried before giving up (that many live processes on one file).
@@ -64,6 +64,8 @@ async fn try_lock(file: &Path) -> Result<Option<SqliteConnection>, StoreError> {
         .filename(file)
         .create_if_missing(true)
         .locking_mode(SqliteLockingMode::Exclusive)
+        // Nothing is ever written: no journal file beside the slot.
+        .journal_mode(SqliteJournalMode::Off)
         .busy_timeout(Duration::ZERO);
     let taken = |e: &sqlx::Error| match e {
         sqlx::Error::Database(d) => d

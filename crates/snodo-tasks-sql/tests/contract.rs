@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use snodo::tasks::{
-    LEASE_LOST_MESSAGE, NewTask, Owner, StoreError, TaskStatus, TaskStore, contract,
+    LEASE_LOST_MESSAGE, NewTask, Owner, StoreError, TaskLimits, TaskStatus, TaskStore, contract,
 };
 use snodo_tasks_sql::{PgOptions, PgStore, SqliteOptions, SqliteStore};
 
@@ -162,6 +162,7 @@ async fn sqlite_restart_fails_the_running_task() {
         status_message: None,
         instance: "host-a".into(),
         lease: Duration::from_secs(600),
+        limits: TaskLimits::default(),
     };
     first
         .create(task)

@@ -60,9 +60,10 @@ impl Router<'_> {
                 status_message: None,
                 instance: options.instance.clone(),
                 lease: options.lease,
+                limits: options.limits,
             })
             .await
-            .map_err(|e| RpcError::internal(format!("The task could not be created: {e}")))?;
+            .map_err(|e| wire::create_failed(&e))?;
         let link = TaskLink {
             tasks: Arc::clone(tasks),
             id: id.into(),

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Map, Value, json};
 
 use super::store::{
-    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskRecord, TaskStatus, TaskStore,
-    lease_lost_error,
+    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskLimits, TaskRecord, TaskStatus,
+    TaskStore, lease_lost_error,
 };
 
 /// A long lease: the task's worker is alive for the whole property.
@@ -54,6 +54,7 @@ where
     ttl_expires(&make).await;
     lease_expiry_fails_task(&make).await;
     recover_fails_previous_run(&make).await;
+    limits_refuse_past_the_caps(&make).await;
     Report {
         cancel_latency,
         answer_latency,
@@ -583,6 +584,55 @@ fn object(v: Value) -> Map<String, Value> {
     }
 }
 
+/// `create` refuses a task past its owner's limit of live tasks (other owners are not
+/// held to it; expired tasks do not count) and past the store's total, with
+/// `LimitReached` and nothing stored.
+pub async fn limits_refuse_past_the_caps<F, Fut>(make: &F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn TaskStore>>,
+{
+    let store = make().await;
+    let (carol, dave) = (
+        Owner::new(unique("carol"), "contract"),
+        Owner::new(unique("dave"), "contract"),
+    );
+    let worker = instance("limits");
+    let limited = |owner: &Owner, per_owner: Option<u64>, total: Option<u64>| {
+        let mut task = new_task(owner, &worker);
+        task.limits = TaskLimits { per_owner, total };
+        task
+    };
+    // Two that expire at once, then three live ones: the expired ones do not count.
+    for _ in 0..2 {
+        let mut task = limited(&carol, Some(3), None);
+        task.ttl_ms = Some(1);
+        ok(store.create(task).await, "create (expiring)");
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for _ in 0..3 {
+        ok(store.create(limited(&carol, Some(3), None)).await, "create");
+    }
+    let refused = limited(&carol, Some(3), None);
+    let id = refused.id.clone();
+    match store.create(refused).await {
+        Err(StoreError::LimitReached(why)) => assert!(why.contains('3'), "{why}"),
+        other => panic!("a fourth live task of one owner: {other:?}"),
+    }
+    assert!(
+        ok(store.get(&id, &carol).await, "get").is_none(),
+        "a refused task is not stored"
+    );
+    ok(
+        store.create(limited(&dave, Some(3), None)).await,
+        "another owner's task",
+    );
+    match store.create(limited(&dave, None, Some(0))).await {
+        Err(StoreError::LimitReached(_)) => {}
+        other => panic!("past the total: {other:?}"),
+    }
+}
+
 fn owner(subject: &str) -> Owner {
     Owner::new(subject, "contract")
 }
@@ -611,6 +661,7 @@ fn new_task(owner: &Owner, instance: &str) -> NewTask {
         status_message: None,
         instance: instance.to_owned(),
         lease: LIVE,
+        limits: TaskLimits::default(),
     }
 }
 

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use super::store::{
-    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskRecord, TaskStatus, TaskStore,
-    lease_lost_error,
+    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskLimits, TaskRecord, TaskStatus,
+    TaskStore, lease_lost_error,
 };
 
 /// Tasks kept in this process's memory: lost on restart, not shared between instances.
@@ -84,6 +84,16 @@ impl TaskStore for MemoryStore {
                 return Err(StoreError::Conflict(format!("task id {} exists", task.id)));
             }
             let now = SystemTime::now();
+            if task.limits != TaskLimits::default() {
+                // Expired tasks are gone for their owners: they do not count.
+                let live = map.values().filter(|e| !e.record.expired_at(now));
+                let (owned, all) = live.fold((0, 0), |(owned, all), e| {
+                    (owned + u64::from(e.record.owner == task.owner), all + 1)
+                });
+                if let Some(refused) = task.limits.refusal(owned, all) {
+                    return Err(refused);
+                }
+            }
             let record = TaskRecord {
                 id: task.id.clone(),
                 owner: task.owner,
@@ -332,6 +342,7 @@ mod tests {
             status_message: None,
             instance: "a".to_owned(),
             lease,
+            limits: TaskLimits::default(),
         }
     }
 

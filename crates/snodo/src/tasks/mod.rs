@@ -21,8 +21,8 @@ pub mod contract;
 pub use memory::MemoryStore;
 pub use options::{TaskOptions, TaskSupport};
 pub use store::{
-    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskRecord, TaskStatus, TaskStore,
-    lease_lost_error,
+    LEASE_LOST_MESSAGE, NewTask, Outcome, Owner, StoreError, TaskLimits, TaskRecord, TaskStatus,
+    TaskStore, lease_lost_error,
 };
 pub use wire::TASKS_EXTENSION;
 

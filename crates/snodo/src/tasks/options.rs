@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 
 use super::memory::MemoryStore;
-use super::store::{Owner, TaskStore};
+use super::store::{Owner, TaskLimits, TaskStore};
 use crate::protocol::RpcError;
 use crate::runtime::context::Principal;
 
@@ -32,6 +32,7 @@ pub struct TaskOptions {
     pub(crate) lease: Duration,
     pub(crate) sweep_interval: Duration,
     pub(crate) max_running: usize,
+    pub(crate) limits: TaskLimits,
 }
 
 impl std::fmt::Debug for TaskOptions {
@@ -43,6 +44,7 @@ impl std::fmt::Debug for TaskOptions {
             .field("lease", &self.lease)
             .field("sweep_interval", &self.sweep_interval)
             .field("max_running", &self.max_running)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -56,7 +58,8 @@ impl Default for TaskOptions {
 impl TaskOptions {
     /// Options around `store`: a random instance id, tasks kept one hour after they
     /// are created, clients asked to poll every second, a 30 s worker lease and a sweep
-    /// every 10 s, at most 1024 tasks running in this process.
+    /// every 10 s, at most 1024 tasks running in this process, at most 256 stored tasks
+    /// per principal and 4096 in all.
     #[must_use]
     pub fn new(store: Arc<dyn TaskStore>) -> Self {
         Self {
@@ -67,6 +70,10 @@ impl TaskOptions {
             lease: Duration::from_secs(30),
             sweep_interval: Duration::from_secs(10),
             max_running: 1024,
+            limits: TaskLimits {
+                per_owner: Some(256),
+                total: Some(4096),
+            },
         }
     }
 
@@ -114,6 +121,26 @@ impl TaskOptions {
     #[must_use]
     pub fn max_running(mut self, n: usize) -> Self {
         self.max_running = n.max(1);
+        self
+    }
+
+    /// Most live (unexpired) tasks one principal may have stored, of any status; a
+    /// `tools/call` that would create one more is refused with `-32603` (data
+    /// `{"reason": "tasks", "retryable": true}`) until some expire. `None`: no limit.
+    /// Unauthenticated callers share one principal. Default 256.
+    #[must_use]
+    pub fn max_tasks_per_principal(mut self, n: Option<u64>) -> Self {
+        self.limits.per_owner = n;
+        self
+    }
+
+    /// Most live tasks stored in all (for a shared store, counted across every instance
+    /// sharing it); beyond, a `tools/call` is refused as for
+    /// [`max_tasks_per_principal`](Self::max_tasks_per_principal). `None`: no limit.
+    /// Default 4096.
+    #[must_use]
+    pub fn max_tasks(mut self, n: Option<u64>) -> Self {
+        self.limits.total = n;
         self
     }
 

@@ -132,6 +132,36 @@ impl TaskRecord {
     }
 }
 
+/// How many live (unexpired) tasks a store may hold when it creates one, this one
+/// included: per owner, and in all (`None`: no limit). [`TaskStore::create`] refuses a
+/// task past either with [`StoreError::LimitReached`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// Most live tasks of one owner.
+    pub per_owner: Option<u64>,
+    /// Most live tasks in the store.
+    pub total: Option<u64>,
+}
+
+impl TaskLimits {
+    /// The refusal of a task past these limits: `owned` live tasks of its owner and
+    /// `all` in the store (before it).
+    #[must_use]
+    pub fn refusal(&self, owned: u64, all: u64) -> Option<StoreError> {
+        if let Some(max) = self.per_owner.filter(|max| owned >= *max) {
+            return Some(StoreError::LimitReached(format!(
+                "this caller already has {owned} stored tasks (at most {max}); \
+                 retry once some expire"
+            )));
+        }
+        self.total.filter(|max| all >= *max).map(|max| {
+            StoreError::LimitReached(format!(
+                "the server already stores {all} tasks (at most {max}); retry later"
+            ))
+        })
+    }
+}
+
 /// What [`TaskStore::create`] stores: a task in status `Working`.
 #[derive(Clone, Debug)]
 pub struct NewTask {
@@ -149,6 +179,8 @@ pub struct NewTask {
     pub instance: String,
     /// The initial lease: the worker renews it before it runs out.
     pub lease: Duration,
+    /// How many live tasks the store may hold, this one included.
+    pub limits: TaskLimits,
 }
 
 /// Why a store operation failed.
@@ -163,6 +195,9 @@ pub enum StoreError {
     /// Stored data could not be read back (corrupt row, bad JSON).
     #[error("task store data: {0}")]
     Corrupt(String),
+    /// [`TaskStore::create`]: the task would exceed its [`TaskLimits`].
+    #[error("too many tasks: {0}")]
+    LimitReached(String),
 }
 
 /// Where tasks live. Implementations: in memory (snodo, default), SQLite and PostgreSQL
@@ -172,7 +207,9 @@ pub enum StoreError {
 /// calls them. "Owner-checked" methods treat another owner exactly like an unknown id.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task in status `Working`. Durable before it returns: after `Ok`,
-    /// `get` on ANY instance sharing the store resolves.
+    /// `get` on ANY instance sharing the store resolves. Refused with
+    /// [`StoreError::LimitReached`] (nothing stored) when its owner already has
+    /// `limits.per_owner` live (unexpired) tasks, or the store `limits.total`.
     fn create(&self, task: NewTask) -> BoxFuture<'_, Result<TaskRecord, StoreError>>;
 
     /// Owner-checked read. `None` for unknown, other owner, or expired

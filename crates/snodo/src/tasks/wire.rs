@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use super::store::{Outcome, TaskRecord, TaskStatus};
+use super::store::{Outcome, StoreError, TaskRecord, TaskStatus};
 use crate::protocol::RpcError;
 
 /// The extension identifier, in `capabilities.extensions` and per-request
@@ -27,6 +27,20 @@ pub(crate) fn missing_extension() -> RpcError {
 /// `-32602` for an unknown, expired or foreign task id (indistinguishable on purpose).
 pub(crate) fn not_found() -> RpcError {
     RpcError::invalid_params("Failed to retrieve task: Task not found")
+}
+
+/// The error of a `tools/call` whose task could not be created: `-32603` (the extension
+/// names no code for a refusal; the code range of implementations is closed), saying
+/// why. A refusal past the task limits says so and is retryable:
+/// `data: {"reason": "tasks", "retryable": true}`.
+pub(crate) fn create_failed(e: &StoreError) -> RpcError {
+    let error = RpcError::internal(format!("The task could not be created: {e}"));
+    match e {
+        StoreError::LimitReached(_) => {
+            error.with_data(json!({"reason": "tasks", "retryable": true}))
+        }
+        _ => error,
+    }
 }
 
 /// The `Task` members of a record.
