@@ -358,7 +358,7 @@ fn a_request_running_past_the_drain_gets_an_error_before_exit() {
         m["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("shut down"),
+            .contains("shutting down"),
         "{m}"
     );
     assert!(

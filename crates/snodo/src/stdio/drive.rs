@@ -4,12 +4,13 @@
 use tokio_util::sync::CancellationToken;
 
 use super::outbox::Outbox;
+use crate::engine::failure::stopped_error;
 use crate::engine::{Ended, Execution, Step};
+use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::{RequestId, RpcError};
 
 /// Writes an execution's messages and its end. A request the client cancelled writes
-/// nothing more; one the drain period cut off (`cut`) ends with [`shutdown_error`].
+/// nothing more; one the drain period cut off (`cut`) ends with the engine's shutdown error, as on HTTP.
 pub(super) async fn drive(
     mut exec: Execution,
     id: &RequestId,
@@ -49,7 +50,7 @@ pub(super) async fn drive(
                 let message = match (message, ended) {
                     (Some(m), _) => m,
                     (None, Ended::Cancelled) if cut.is_cancelled() => {
-                        error_message(Some(id), &shutdown_error())
+                        error_message(Some(id), &stopped_error())
                     }
                     (None, _) => return,
                 };
@@ -58,11 +59,4 @@ pub(super) async fn drive(
             }
         }
     }
-}
-
-/// The answer of a request still running when the drain period ended.
-fn shutdown_error() -> RpcError {
-    RpcError::internal(
-        "The server shut down before the request finished (the drain period ended); retry later",
-    )
 }
