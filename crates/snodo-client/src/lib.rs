@@ -84,6 +84,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+pub mod auth;
 mod builder;
 mod client;
 mod error;

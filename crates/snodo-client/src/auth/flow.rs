@@ -1,0 +1,503 @@
+//! One server's OAuth session: the current token for each request, and what a
+//! refusal (`401`, `403 insufficient_scope`, `use_dpop_nonce`) sets off — a refresh, or
+//! a whole authorization. One flow at a time: concurrent refusals wait for the running
+//! one and then retry with its token (single flight).
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+
+use super::agent::parse_callback;
+use super::challenge::Refusal;
+use super::crypto::{Pkce, now, random};
+use super::discovery::{Discovery, discover, resource_matches, split};
+use super::dpop::Dpop;
+use super::net::{Net, redact};
+use super::registration::identify;
+use super::store::Tokens;
+use super::token::TokenRequest;
+use super::{Grant, OAuthConfig};
+use crate::error::ClientError;
+use crate::http::Sender;
+
+/// Refresh this many seconds before the access token expires.
+const EARLY: u64 = 30;
+/// How many redirects a headless authorization follows.
+const MAX_HOPS: usize = 5;
+
+/// What the last flow found, for refreshes and step-ups.
+#[derive(Default)]
+struct FlowState {
+    discovery: Option<Discovery>,
+    scopes: Vec<String>,
+    failures: usize,
+}
+
+/// The headers one request carries, and the token they carry.
+#[derive(Debug, Default)]
+pub(crate) struct Credentials {
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) token: Option<String>,
+}
+
+/// The OAuth session of one HTTP connection.
+pub(crate) struct Session {
+    cfg: OAuthConfig,
+    net: Net,
+    server: String,
+    current: Mutex<Option<Tokens>>,
+    loaded: AtomicBool,
+    flow: tokio::sync::Mutex<FlowState>,
+    dpop: Option<Dpop>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+fn union(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out = a.to_vec();
+    for s in b {
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+impl Session {
+    pub(crate) fn new(cfg: OAuthConfig, sender: Arc<dyn Sender>, server: &str) -> Self {
+        let dpop = cfg.dpop.then(Dpop::new);
+        Self {
+            cfg,
+            net: Net::new(sender),
+            server: server.to_owned(),
+            current: Mutex::new(None),
+            loaded: AtomicBool::new(false),
+            flow: tokio::sync::Mutex::new(FlowState::default()),
+            dpop,
+        }
+    }
+
+    fn current(&self) -> Option<Tokens> {
+        self.current.lock().ok().and_then(|g| g.clone())
+    }
+
+    fn set_current(&self, t: Option<Tokens>) {
+        if let Ok(mut g) = self.current.lock() {
+            *g = t;
+        }
+    }
+
+    fn current_token(&self) -> Option<String> {
+        self.current().map(|t| t.access_token)
+    }
+
+    /// Loads a stored token once, if it was issued for this server.
+    fn load(&self) {
+        if self.loaded.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        match self.cfg.store.load(&self.server) {
+            Ok(Some(t)) if t.resource.is_empty() || resource_matches(&t.resource, &self.server) => {
+                self.set_current(Some(t));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "token store"),
+        }
+    }
+
+    /// The headers for a request `method url`: the token (refreshed first when it is
+    /// about to expire) and, with DPoP, a proof.
+    pub(crate) async fn credentials(
+        &self,
+        method: &Method,
+        url: &str,
+    ) -> Result<Credentials, ClientError> {
+        self.load();
+        let expiring = |t: &Tokens| {
+            t.refresh_token.is_some() && t.expires_at.is_some_and(|e| e <= now() + EARLY)
+        };
+        if self.current().as_ref().is_some_and(expiring) {
+            let mut st = self.flow.lock().await;
+            if let Some(t) = self.current().filter(expiring) {
+                if let Err(e) = self.refresh(&mut st, &t).await {
+                    tracing::info!(error = %e, "refresh before expiry failed");
+                    self.forget();
+                }
+            }
+        }
+        let Some(t) = self.current() else {
+            return Ok(Credentials::default());
+        };
+        let headers = self.headers_for(&t, method, url);
+        if headers.is_empty() {
+            self.forget();
+            return Err(ClientError::Auth(
+                "the access token is not header-safe".into(),
+            ));
+        }
+        Ok(Credentials {
+            headers,
+            token: Some(t.access_token),
+        })
+    }
+
+    /// The current token's headers without refreshing (streams opened with `GET`).
+    pub(crate) fn credentials_now(
+        &self,
+        method: &Method,
+        url: &str,
+    ) -> Vec<(HeaderName, HeaderValue)> {
+        let Some(t) = self.current() else {
+            return Vec::new();
+        };
+        self.headers_for(&t, method, url)
+    }
+
+    fn headers_for(
+        &self,
+        t: &Tokens,
+        method: &Method,
+        url: &str,
+    ) -> Vec<(HeaderName, HeaderValue)> {
+        let mut headers = Vec::new();
+        let dpop_bound = t.token_type.eq_ignore_ascii_case("dpop");
+        let scheme = if dpop_bound { "DPoP" } else { "Bearer" };
+        if let Ok(v) = HeaderValue::from_str(&format!("{scheme} {}", t.access_token)) {
+            headers.push((http::header::AUTHORIZATION, v));
+        }
+        if let (true, Some(d)) = (dpop_bound, &self.dpop) {
+            let proof = d.proof(method.as_str(), url, Some(&t.access_token), None);
+            if let Ok(v) = HeaderValue::from_str(&proof) {
+                headers.push((HeaderName::from_static("dpop"), v));
+            }
+        }
+        headers
+    }
+
+    /// A request succeeded: the authorization loop guard starts over.
+    pub(crate) async fn succeeded(&self) {
+        if let Ok(mut st) = self.flow.try_lock() {
+            st.failures = 0;
+        }
+    }
+
+    fn forget(&self) {
+        self.set_current(None);
+        if let Err(e) = self.cfg.store.remove(&self.server) {
+            tracing::warn!(error = %e, "token store");
+        }
+    }
+
+    /// The server refused a request that carried `sent`. `Ok(true)`: retry it (with
+    /// new credentials); `Ok(false)`: the refusal is not about authorization.
+    pub(crate) async fn refused(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        url: &str,
+        sent: Option<&str>,
+    ) -> Result<bool, ClientError> {
+        let r = Refusal::from_headers(headers);
+        if let Some(d) = &self.dpop {
+            if let Some(n) = headers.get("dpop-nonce").and_then(|v| v.to_str().ok()) {
+                d.remember_nonce(url, n);
+                if r.error.as_deref() == Some("use_dpop_nonce") {
+                    return Ok(true);
+                }
+            }
+        }
+        let step_up = status == StatusCode::FORBIDDEN;
+        if step_up && r.error.as_deref() != Some("insufficient_scope") {
+            return Ok(false);
+        }
+        let mut st = self.flow.lock().await;
+        let now_token = self.current_token();
+        if now_token.is_some() && now_token.as_deref() != sent {
+            return Ok(true);
+        }
+        if !step_up {
+            if let (Some(t), Some(_)) = (self.current(), sent) {
+                if t.refresh_token.is_some() {
+                    match self.refresh(&mut st, &t).await {
+                        Ok(()) => return Ok(true),
+                        Err(e) => tracing::info!(error = %e, "refresh after 401 failed"),
+                    }
+                }
+            }
+        }
+        if st.failures >= self.cfg.max_authorizations {
+            return Err(ClientError::Auth(format!(
+                "the server still refuses (HTTP {}) after {} authorizations",
+                status.as_u16(),
+                st.failures
+            )));
+        }
+        st.failures += 1;
+        let challenged = r.scope.clone().unwrap_or_default();
+        let scopes = step_up.then(|| union(&st.scopes, &challenged));
+        self.forget();
+        self.authorize(&mut st, &r, scopes).await?;
+        Ok(true)
+    }
+
+    async fn refresh(&self, st: &mut FlowState, t: &Tokens) -> Result<(), ClientError> {
+        let Some(rt) = &t.refresh_token else {
+            return Err(ClientError::Auth("no refresh token".into()));
+        };
+        if st.discovery.is_none() {
+            st.discovery = Some(discover(&self.net, &self.server, None).await?);
+        }
+        let Some(d) = &st.discovery else {
+            return Err(ClientError::Auth("no discovery".into()));
+        };
+        if d.server.issuer != t.issuer {
+            return Err(ClientError::Auth(
+                "the server moved to another authorization server".into(),
+            ));
+        }
+        let redirect_uri = self.redirect_uri()?;
+        let auth = identify(&self.cfg, &self.net, &d.server, &redirect_uri).await?;
+        if auth.id() != t.client_id {
+            return Err(ClientError::Auth("the client registration changed".into()));
+        }
+        let req = TokenRequest {
+            net: &self.net,
+            issuer: &d.server.issuer,
+            endpoint: &d.server.token_endpoint,
+            auth: &auth,
+            dpop: self.dpop.as_ref(),
+        };
+        let mut form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", rt.as_str()),
+        ];
+        if !t.resource.is_empty() {
+            form.push(("resource", t.resource.as_str()));
+        }
+        let mut fresh = req.send(&form, &t.resource, t.scope.as_deref()).await?;
+        if fresh.refresh_token.is_none() {
+            fresh.refresh_token = t.refresh_token.clone();
+        }
+        // The rotated refresh token is durable before the new access token is used.
+        self.cfg.store.save(&self.server, &fresh)?;
+        self.set_current(Some(fresh));
+        Ok(())
+    }
+
+    fn redirect_uri(&self) -> Result<String, ClientError> {
+        match &self.cfg.headless {
+            Some(u) => Ok(u.clone()),
+            None => self.cfg.agent.redirect_uri(),
+        }
+    }
+
+    /// A whole authorization: discovery (fresh: the server may have moved), identity,
+    /// the grant; the tokens are saved and become current.
+    async fn authorize(
+        &self,
+        st: &mut FlowState,
+        r: &Refusal,
+        step_up: Option<Vec<String>>,
+    ) -> Result<(), ClientError> {
+        let d = discover(&self.net, &self.server, r.resource_metadata.as_deref()).await?;
+        let resource = d
+            .resource
+            .as_ref()
+            .map(|p| p.resource.clone())
+            .unwrap_or_default();
+        let mut scopes = match step_up {
+            Some(s) if !s.is_empty() => s,
+            _ => r
+                .scope
+                .clone()
+                .filter(|s| !s.is_empty())
+                .or_else(|| d.resource.as_ref().and_then(|p| p.scopes_supported.clone()))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| self.cfg.scopes.clone()),
+        };
+        let offers_offline = d
+            .server
+            .scopes_supported
+            .as_ref()
+            .is_some_and(|s| s.iter().any(|x| x == "offline_access"));
+        if self.cfg.grant == Grant::AuthorizationCode && offers_offline {
+            scopes = union(&scopes, &["offline_access".to_owned()]);
+        } else {
+            scopes.retain(|s| s != "offline_access");
+        }
+        let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+        let redirect_uri = self.redirect_uri()?;
+        let auth = identify(&self.cfg, &self.net, &d.server, &redirect_uri).await?;
+        let req = TokenRequest {
+            net: &self.net,
+            issuer: &d.server.issuer,
+            endpoint: &d.server.token_endpoint,
+            auth: &auth,
+            dpop: self.dpop.as_ref(),
+        };
+        let tokens = match self.cfg.grant {
+            Grant::ClientCredentials => {
+                let mut form = vec![("grant_type", "client_credentials")];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
+                }
+                if !resource.is_empty() {
+                    form.push(("resource", &resource));
+                }
+                req.send(&form, &resource, scope.as_deref()).await?
+            }
+            Grant::AuthorizationCode => {
+                let (code, verifier) = self
+                    .code(&d, auth.id(), &redirect_uri, &resource, scope.as_deref())
+                    .await?;
+                let mut form = vec![
+                    ("grant_type", "authorization_code"),
+                    ("code", code.as_str()),
+                    ("redirect_uri", redirect_uri.as_str()),
+                    ("code_verifier", verifier.as_str()),
+                ];
+                if !resource.is_empty() {
+                    form.push(("resource", &resource));
+                }
+                req.send(&form, &resource, scope.as_deref()).await?
+            }
+        };
+        self.cfg.store.save(&self.server, &tokens)?;
+        self.set_current(Some(tokens));
+        st.discovery = Some(d);
+        st.scopes = scopes;
+        Ok(())
+    }
+
+    /// The authorization request and its response: returns the code and the PKCE
+    /// verifier, after checking `state` and `iss`.
+    async fn code(
+        &self,
+        d: &Discovery,
+        client_id: &str,
+        redirect_uri: &str,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<(String, String), ClientError> {
+        let meta = &d.server;
+        if meta
+            .code_challenge_methods
+            .as_ref()
+            .is_some_and(|m| !m.iter().any(|x| x == "S256"))
+        {
+            return Err(ClientError::Auth(format!(
+                "{} does not support PKCE S256: refused",
+                meta.issuer
+            )));
+        }
+        let endpoint = meta.authorization_endpoint.as_deref().ok_or_else(|| {
+            ClientError::Auth(format!("{} has no authorization endpoint", meta.issuer))
+        })?;
+        let pkce = Pkce::new();
+        let state = random(24);
+        let query = {
+            let mut q = form_urlencoded::Serializer::new(String::new());
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", client_id)
+                .append_pair("redirect_uri", redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state);
+            if let Some(s) = scope {
+                q.append_pair("scope", s);
+            }
+            if !resource.is_empty() {
+                q.append_pair("resource", resource);
+            }
+            q.finish()
+        };
+        let sep = if endpoint.contains('?') { '&' } else { '?' };
+        let url = format!("{endpoint}{sep}{query}");
+        let back = match &self.cfg.headless {
+            Some(_) => self.follow(&url, redirect_uri).await?,
+            None => self.cfg.agent.authorize(&url).await?,
+        };
+        let cb = parse_callback(&back);
+        if let Some(e) = &cb.error {
+            let desc = cb
+                .error_description
+                .as_deref()
+                .map(|d| format!(": {}", d.chars().take(200).collect::<String>()))
+                .unwrap_or_default();
+            return Err(ClientError::Auth(format!(
+                "the authorization server refused: {}{desc}",
+                e.chars().take(100).collect::<String>()
+            )));
+        }
+        if cb.state.as_deref() != Some(state.as_str()) {
+            return Err(ClientError::Auth(
+                "the authorization response's state does not match: refused".into(),
+            ));
+        }
+        match &cb.iss {
+            Some(iss) if iss != &meta.issuer => {
+                return Err(ClientError::Auth(format!(
+                    "the authorization response comes from issuer {:?}, not {:?}: refused",
+                    iss.chars().take(200).collect::<String>(),
+                    meta.issuer
+                )));
+            }
+            None if meta.iss_supported => {
+                return Err(ClientError::Auth(
+                    "the authorization response lacks the iss its server advertises: refused"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
+        let code = cb
+            .code
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| ClientError::Auth("the authorization response has no code".into()))?;
+        Ok((code, pkce.verifier))
+    }
+
+    /// Headless: follows the authorization endpoint's redirects until one leads to
+    /// `redirect_uri`, which is returned (and not fetched).
+    async fn follow(&self, url: &str, redirect_uri: &str) -> Result<String, ClientError> {
+        let want = redirect_uri.split(['?', '#']).next().unwrap_or_default();
+        let mut next = url.to_owned();
+        for _ in 0..MAX_HOPS {
+            let a = self.net.send(Method::GET, &next, &[], None).await?;
+            if !a.status.is_redirection() {
+                return Err(ClientError::Auth(format!(
+                    "the authorization endpoint answered HTTP {} instead of redirecting \
+                     (a headless client cannot log in)",
+                    a.status.as_u16()
+                )));
+            }
+            let loc = a
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| ClientError::Auth("a redirect without Location".into()))?;
+            let abs = if loc.starts_with('/') {
+                let (origin, _) = split(&next).unwrap_or_default();
+                format!("{origin}{loc}")
+            } else {
+                loc.to_owned()
+            };
+            if abs.split(['?', '#']).next() == Some(want) {
+                return Ok(abs);
+            }
+            next = abs;
+        }
+        Err(ClientError::Auth(format!(
+            "{} redirected more than {MAX_HOPS} times",
+            redact(url)
+        )))
+    }
+}
