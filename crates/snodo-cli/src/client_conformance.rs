@@ -68,6 +68,21 @@ fn oauth_config(name: &str, context: &Value) -> Result<OAuthConfig, String> {
     if name.starts_with("auth/client-credentials") {
         cfg = cfg.grant(Grant::ClientCredentials);
     }
+    if let Some(jwt) = text("valid_jwt") {
+        cfg = cfg.grant(Grant::JwtBearer { assertion: jwt });
+    }
+    if let (Some(endpoint), Some(id_token), Some(idp_client_id)) = (
+        text("idp_token_endpoint"),
+        text("idp_id_token"),
+        text("idp_client_id"),
+    ) {
+        cfg = cfg.grant(Grant::EnterpriseManaged {
+            idp_token_endpoint: endpoint,
+            id_token,
+            idp_client_id,
+            idp_client_secret: None,
+        });
+    }
     if name.starts_with("auth/dpop") {
         cfg = cfg.dpop(true);
     }

@@ -51,7 +51,11 @@ pub(crate) struct Session {
     loaded: AtomicBool,
     flow: tokio::sync::Mutex<FlowState>,
     dpop: Option<Dpop>,
+    /// A JWT-bearer assertion was refused: it is not sent again.
+    spent: AtomicBool,
 }
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -82,6 +86,7 @@ impl Session {
             loaded: AtomicBool::new(false),
             flow: tokio::sync::Mutex::new(FlowState::default()),
             dpop,
+            spent: AtomicBool::new(false),
         }
     }
 
@@ -343,7 +348,7 @@ impl Session {
             auth: &auth,
             dpop: self.dpop.as_ref(),
         };
-        let tokens = match self.cfg.grant {
+        let tokens = match &self.cfg.grant {
             Grant::ClientCredentials => {
                 let mut form = vec![("grant_type", "client_credentials")];
                 if let Some(s) = &scope {
@@ -351,6 +356,35 @@ impl Session {
                 }
                 if !resource.is_empty() {
                     form.push(("resource", &resource));
+                }
+                req.send(&form, &resource, scope.as_deref()).await?
+            }
+            Grant::JwtBearer { assertion } => {
+                if self.spent.load(Ordering::SeqCst) {
+                    return Err(ClientError::Auth(
+                        "the workload assertion was refused before; it is not sent again".into(),
+                    ));
+                }
+                let mut form = vec![("grant_type", JWT_BEARER), ("assertion", assertion)];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
+                }
+                if !resource.is_empty() {
+                    form.push(("resource", &resource));
+                }
+                let r = req.send(&form, &resource, scope.as_deref()).await;
+                if r.is_err() {
+                    self.spent.store(true, Ordering::SeqCst);
+                }
+                r?
+            }
+            Grant::EnterpriseManaged { .. } => {
+                let jag = self
+                    .id_jag(&d.server.issuer, &resource, scope.as_deref())
+                    .await?;
+                let mut form = vec![("grant_type", JWT_BEARER), ("assertion", jag.as_str())];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
                 }
                 req.send(&form, &resource, scope.as_deref()).await?
             }
@@ -375,6 +409,68 @@ impl Session {
         st.discovery = Some(d);
         st.scopes = scopes;
         Ok(())
+    }
+
+    /// Enterprise-managed authorization, step 1: the ID token exchanged at the
+    /// identity provider (RFC 8693) for an ID-JAG naming `issuer` and `resource`.
+    async fn id_jag(
+        &self,
+        issuer: &str,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<String, ClientError> {
+        let Grant::EnterpriseManaged {
+            idp_token_endpoint,
+            id_token,
+            idp_client_id,
+            idp_client_secret,
+        } = &self.cfg.grant
+        else {
+            return Err(ClientError::Auth("not an enterprise-managed grant".into()));
+        };
+        let mut form = vec![
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag",
+            ),
+            ("audience", issuer),
+            ("subject_token", id_token.as_str()),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token",
+            ),
+            ("client_id", idp_client_id.as_str()),
+        ];
+        if !resource.is_empty() {
+            form.push(("resource", resource));
+        }
+        if let Some(s) = scope {
+            form.push(("scope", s));
+        }
+        if let Some(secret) = idp_client_secret {
+            form.push(("client_secret", secret.as_str()));
+        }
+        let a = self.net.post_form(idp_token_endpoint, &form, &[]).await?;
+        if !a.status.is_success() {
+            return Err(ClientError::Auth(format!(
+                "the identity provider refused the token exchange: {}",
+                a.oauth_error()
+            )));
+        }
+        a.json()
+            .and_then(|m| {
+                m.get("access_token")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            })
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ClientError::Auth("the identity provider's answer has no access_token".into())
+            })
     }
 
     /// The authorization request and its response: returns the code and the PKCE

@@ -62,7 +62,7 @@ pub use store::{FileStore, MemoryStore, Registration, TokenStore, Tokens};
 use crate::error::ClientError;
 
 /// Which grant obtains tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Grant {
     /// Authorization code with PKCE: a user logs in (through the [`UserAgent`]).
@@ -71,6 +71,36 @@ pub enum Grant {
     /// Client credentials (machine to machine): no user, the client's own
     /// credentials (`client_secret_basic` or `private_key_jwt`).
     ClientCredentials,
+    /// The JWT-bearer grant (RFC 7523 §2.1) with an assertion the workload holds
+    /// (workload identity federation). A refused assertion is not sent again.
+    JwtBearer {
+        /// The workload's signed JWT.
+        assertion: String,
+    },
+    /// Enterprise-managed authorization: the user's ID token is exchanged at the
+    /// identity provider (RFC 8693) for an identity assertion grant (ID-JAG) for this
+    /// authorization server and resource, then presented with the JWT-bearer grant.
+    EnterpriseManaged {
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// The user's ID token from the identity provider.
+        id_token: String,
+        /// The client id at the identity provider.
+        idp_client_id: String,
+        /// The client secret at the identity provider, if any.
+        idp_client_secret: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::AuthorizationCode => "AuthorizationCode",
+            Self::ClientCredentials => "ClientCredentials",
+            Self::JwtBearer { .. } => "JwtBearer",
+            Self::EnterpriseManaged { .. } => "EnterpriseManaged",
+        })
+    }
 }
 
 /// How the client obtains and keeps OAuth tokens. See the [module](self) page.

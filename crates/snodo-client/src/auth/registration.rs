@@ -66,6 +66,9 @@ pub(crate) async fn identify(
     let grant_types = match cfg.grant {
         Grant::AuthorizationCode => json!(["authorization_code", "refresh_token"]),
         Grant::ClientCredentials => json!(["client_credentials"]),
+        Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => {
+            json!(["urn:ietf:params:oauth:grant-type:jwt-bearer"])
+        }
     };
     let mut body = json!({
         "client_name": cfg.client_name,
