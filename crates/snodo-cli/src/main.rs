@@ -8,6 +8,8 @@
 mod client;
 #[cfg(feature = "client")]
 mod client_conformance;
+#[cfg(feature = "client")]
+mod client_oauth;
 mod demo;
 mod fixture;
 mod fixture_skills;

@@ -33,6 +33,9 @@ struct FlowState {
     discovery: Option<Discovery>,
     scopes: Vec<String>,
     failures: usize,
+    /// The current token has been accepted at least once (a refresh can then help
+    /// with a `401`; for a token just issued and refused, only a new login can).
+    proven: bool,
 }
 
 /// The headers one request carries, and the token they carry.
@@ -191,6 +194,7 @@ impl Session {
     pub(crate) async fn succeeded(&self) {
         if let Ok(mut st) = self.flow.try_lock() {
             st.failures = 0;
+            st.proven = true;
         }
     }
 
@@ -229,7 +233,7 @@ impl Session {
             return Ok(true);
         }
         if !step_up {
-            if let (Some(t), Some(_)) = (self.current(), sent) {
+            if let (Some(t), Some(_), true) = (self.current(), sent, st.proven) {
                 if t.refresh_token.is_some() {
                     match self.refresh(&mut st, &t).await {
                         Ok(()) => return Ok(true),
@@ -294,6 +298,7 @@ impl Session {
         // The rotated refresh token is durable before the new access token is used.
         self.cfg.store.save(&self.server, &fresh)?;
         self.set_current(Some(fresh));
+        st.proven = false;
         Ok(())
     }
 
@@ -406,6 +411,7 @@ impl Session {
         };
         self.cfg.store.save(&self.server, &tokens)?;
         self.set_current(Some(tokens));
+        st.proven = false;
         st.discovery = Some(d);
         st.scopes = scopes;
         Ok(())
