@@ -196,8 +196,53 @@ pub(crate) async fn server_meta(
     Ok(None)
 }
 
-/// The whole discovery for `server`, given the refusal's `resource_metadata`.
+/// Whether `url` may carry credentials: `https://`, or `http://` to a loopback host
+/// (OAuth 2.1 §1.5; RFC 8252 §8.3).
+pub(crate) fn secure_or_loopback(url: &str) -> bool {
+    let Ok(u) = url.parse::<Uri>() else {
+        return false;
+    };
+    match u.scheme_str() {
+        Some("https") => true,
+        Some("http") => matches!(
+            u.host()
+                .map(|h| h.trim_start_matches('[').trim_end_matches(']')),
+            Some("localhost" | "127.0.0.1" | "::1")
+        ),
+        _ => false,
+    }
+}
+
+fn check_endpoints(m: &ServerMeta) -> Result<(), ClientError> {
+    let endpoints = [
+        Some(m.token_endpoint.as_str()),
+        m.authorization_endpoint.as_deref(),
+        m.registration_endpoint.as_deref(),
+    ];
+    for e in endpoints.into_iter().flatten() {
+        if !secure_or_loopback(e) {
+            return Err(ClientError::Auth(format!(
+                "the authorization server endpoint {} is neither https nor loopback: refused",
+                redact(e)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The whole discovery for `server`, given the refusal's `resource_metadata`; every
+/// endpoint found is `https://` or loopback.
 pub(crate) async fn discover(
+    net: &Net,
+    server: &str,
+    from_header: Option<&str>,
+) -> Result<Discovery, ClientError> {
+    let d = discover_any(net, server, from_header).await?;
+    check_endpoints(&d.server)?;
+    Ok(d)
+}
+
+async fn discover_any(
     net: &Net,
     server: &str,
     from_header: Option<&str>,
@@ -274,6 +319,17 @@ mod tests {
             ]
         );
         assert_eq!(server_meta_urls("http://a:2").len(), 2);
+    }
+
+    #[test]
+    fn credentials_only_over_https_or_loopback() {
+        assert!(secure_or_loopback("https://as.example.com/token"));
+        assert!(secure_or_loopback("http://localhost:1/token"));
+        assert!(secure_or_loopback("http://127.0.0.1/token"));
+        assert!(secure_or_loopback("http://[::1]:8/token"));
+        assert!(!secure_or_loopback("http://as.example.com/token"));
+        assert!(!secure_or_loopback("http://localhost.evil.com/token"));
+        assert!(!secure_or_loopback("ftp://localhost/token"));
     }
 
     #[test]
