@@ -15,7 +15,7 @@ use super::crypto::{Pkce, now, random};
 use super::discovery::{Discovery, discover, resource_matches, split};
 use super::dpop::Dpop;
 use super::net::{Net, redact};
-use super::registration::identify;
+use super::registration::{identify, known};
 use super::store::Tokens;
 use super::token::TokenRequest;
 use super::{Grant, OAuthConfig};
@@ -272,11 +272,9 @@ impl Session {
                 "the server moved to another authorization server".into(),
             ));
         }
-        let redirect_uri = self.redirect_uri()?;
-        let auth = identify(&self.cfg, &self.net, &d.server, &redirect_uri).await?;
-        if auth.id() != t.client_id {
-            return Err(ClientError::Auth("the client registration changed".into()));
-        }
+        let auth = known(&self.cfg, &d.server, &t.client_id)?.ok_or_else(|| {
+            ClientError::Auth("the client the token was issued to is no longer known".into())
+        })?;
         let req = TokenRequest {
             net: &self.net,
             issuer: &d.server.issuer,

@@ -13,6 +13,51 @@ use super::token::ClientAuth;
 use super::{Grant, OAuthConfig};
 use crate::error::ClientError;
 
+/// The credentials of the client `client_id` at `meta`'s issuer, for a refresh: the
+/// client the token was issued to, whatever redirect URI it registered.
+pub(crate) fn known(
+    cfg: &OAuthConfig,
+    meta: &ServerMeta,
+    client_id: &str,
+) -> Result<Option<ClientAuth>, ClientError> {
+    let supported = meta.token_endpoint_auth_methods_supported.as_deref();
+    if cfg.client_id.as_deref() == Some(client_id)
+        && cfg
+            .client_issuer
+            .as_deref()
+            .is_none_or(|i| i == meta.issuer)
+    {
+        if let Some(key) = &cfg.private_key {
+            return Ok(Some(ClientAuth::PrivateKeyJwt {
+                id: client_id.to_owned(),
+                key: key.clone(),
+            }));
+        }
+        return Ok(Some(ClientAuth::choose(
+            client_id,
+            cfg.client_secret.as_deref(),
+            None,
+            supported,
+        )));
+    }
+    if let Some(r) = cfg.store.load_registration(&meta.issuer)? {
+        if r.issuer == meta.issuer && r.client_id == client_id {
+            return Ok(Some(ClientAuth::choose(
+                &r.client_id,
+                r.client_secret.as_deref(),
+                Some(&r.auth_method),
+                supported,
+            )));
+        }
+    }
+    if meta.cimd_supported && cfg.client_metadata_url.as_deref() == Some(client_id) {
+        return Ok(Some(ClientAuth::None {
+            id: client_id.to_owned(),
+        }));
+    }
+    Ok(None)
+}
+
 /// The client's credentials at `meta`'s issuer.
 pub(crate) async fn identify(
     cfg: &OAuthConfig,
