@@ -39,6 +39,7 @@
 
 mod config;
 mod discovery;
+mod dpop;
 mod fetch;
 mod introspect;
 mod jwks;
