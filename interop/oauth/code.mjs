@@ -11,7 +11,8 @@
 //      it (no browser) and the provider rotates the refresh token, which is stored;
 //   4. step-up: `call search` needs files:read (snodo --oauth-tool-scope): 403
 //      insufficient_scope -> a second login for the union of scopes -> the call works;
-//   5. nothing secret on the client's stderr.
+//   5. DPoP: a token bound to the client's key, accepted with proofs, refused as Bearer;
+//   6. nothing secret on the client's stderr.
 //
 // Environment: SNODO_BIN, MCP_URL, ISSUER, WORK (a folder for the token file).
 // Ends with "N passed, M failed".
@@ -98,11 +99,11 @@ async function browse(startUrl) {
 // --- snodo client ------------------------------------------------------------------
 
 /** Runs `snodo client`, logging in through `browse` whenever it prints a URL. */
-function client(args) {
+function client(args, file = tokenFile) {
   return new Promise((resolve) => {
     const child = spawn(
       bin,
-      ['client', '--url', mcpUrl, '--oauth', '--token-file', tokenFile, ...args],
+      ['client', '--url', mcpUrl, '--oauth', '--token-file', file, ...args],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stdout = '';
@@ -129,9 +130,9 @@ function client(args) {
   });
 }
 
-function stored() {
+function stored(file = tokenFile) {
   try {
-    const t = JSON.parse(readFileSync(tokenFile, 'utf8'));
+    const t = JSON.parse(readFileSync(file, 'utf8'));
     return Object.values(t.tokens ?? {})[0];
   } catch {
     return undefined;
@@ -192,8 +193,31 @@ check('a 403 insufficient_scope leads to a second login and the call succeeds',
 check('the new grant covers the union of scopes',
   /\bmcp\b/.test(t4?.scope ?? '') && /files:read/.test(t4?.scope ?? ''), t4?.scope);
 
-// 5. no secret on stderr
-const allErr = [first, second, third, fourth].map((r) => r.stderr).join('\n');
+// 5. DPoP end to end: oidc-provider binds the token to the client's key (cnf.jkt),
+// snodo (--oauth-dpop) checks each request's proof; the same token as Bearer is refused.
+const dpopFile = `${process.env.WORK}/tokens-dpop.json`;
+const fifth = await client(['--dpop', 'tools/list'], dpopFile);
+const t5 = stored(dpopFile);
+if (t5?.access_token) secrets.add(t5.access_token);
+check('with --dpop the login yields a DPoP-bound token and the call works',
+  fifth.code === 0 && fifth.logins.length === 1 && t5?.token_type === 'DPoP',
+  `exit ${fifth.code}, type ${t5?.token_type}: ${fifth.stderr.slice(-300)}`);
+const claims = JSON.parse(Buffer.from((t5?.access_token ?? '..').split('.')[1] ?? '', 'base64url').toString() || '{}');
+check('the access token names its key (cnf.jkt)', typeof claims?.cnf?.jkt === 'string');
+const asBearer = await fetch(mcpUrl, {
+  method: 'POST',
+  headers: {
+    authorization: `Bearer ${t5?.access_token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-11-25',
+  },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+});
+check('the DPoP-bound token without its proof is refused', asBearer.status === 401, `HTTP ${asBearer.status}`);
+
+// 6. no secret on stderr
+const allErr = [first, second, third, fourth, fifth].map((r) => r.stderr).join('\n');
 check('no token on the client\'s stderr', ![...secrets].some((s) => allErr.includes(s)));
 
 console.log(`${passed} passed, ${failed} failed`);

@@ -52,6 +52,7 @@ function provider(keys) {
     features: {
       devInteractions: { enabled: true },
       registration: { enabled: true },
+      dPoP: { enabled: true },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
