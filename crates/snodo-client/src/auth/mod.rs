@@ -44,6 +44,7 @@
 
 mod agent;
 mod challenge;
+mod code;
 mod crypto;
 mod discovery;
 mod dpop;
