@@ -25,6 +25,10 @@ pub(crate) struct OAuthArgs {
         requires = "client_id"
     )]
     client_secret: Option<String>,
+    /// Present the pre-registered credentials only to this authorization server (its
+    /// issuer identifier); others get a registration of their own.
+    #[arg(long, value_name = "ISSUER", requires = "client_id")]
+    client_issuer: Option<String>,
     /// A scope to ask for when the server names none (repeatable, or space-separated).
     #[arg(long = "scope", requires = "oauth")]
     scopes: Vec<String>,
@@ -70,6 +74,9 @@ impl OAuthArgs {
             .dpop(self.dpop);
         if let Some(id) = &self.client_id {
             cfg = cfg.client(id.clone(), self.client_secret.clone());
+        }
+        if let Some(issuer) = &self.client_issuer {
+            cfg = cfg.client_issuer(issuer.clone());
         }
         for s in &self.scopes {
             cfg = cfg.scope(s.clone());

@@ -258,9 +258,12 @@ impl TokenStore for FileStore {
         })
     }
     fn remove(&self, server: &str) -> Result<(), ClientError> {
-        self.update(|c| {
-            c.tokens.remove(server);
-        })
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.read()?;
+        if c.tokens.remove(server).is_some() {
+            self.write(&c)?;
+        }
+        Ok(())
     }
     fn load_registration(&self, issuer: &str) -> Result<Option<Registration>, ClientError> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
