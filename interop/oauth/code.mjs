@@ -216,8 +216,20 @@ const asBearer = await fetch(mcpUrl, {
 });
 check('the DPoP-bound token without its proof is refused', asBearer.status === 401, `HTTP ${asBearer.status}`);
 
+// The key is kept with the token: a later run refreshes the expired DPoP-bound token.
+const dfile = JSON.parse(readFileSync(dpopFile, 'utf8'));
+for (const t of Object.values(dfile.tokens)) t.expires_at = Math.floor(Date.now() / 1000) - 1;
+writeFileSync(dpopFile, JSON.stringify(dfile));
+const sixth = await client(['--dpop', 'tools/list'], dpopFile);
+const t6 = stored(dpopFile);
+if (t6?.access_token) secrets.add(t6.access_token);
+check('a later --dpop run refreshes the bound token with the stored key (no login)',
+  sixth.code === 0 && sixth.logins.length === 0 && t6?.access_token !== t5?.access_token
+    && t6?.token_type === 'DPoP',
+  `exit ${sixth.code}, logins ${sixth.logins.length}: ${sixth.stderr.slice(-300)}`);
+
 // 6. no secret on stderr
-const allErr = [first, second, third, fourth, fifth].map((r) => r.stderr).join('\n');
+const allErr = [first, second, third, fourth, fifth, sixth].map((r) => r.stderr).join('\n');
 check('no token on the client\'s stderr', ![...secrets].some((s) => allErr.includes(s)));
 
 console.log(`${passed} passed, ${failed} failed`);

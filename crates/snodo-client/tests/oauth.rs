@@ -374,8 +374,22 @@ async fn a_token_file_carries_the_login_to_the_next_client() {
         .await
         .unwrap();
     second.list_tools().await.unwrap();
+    // A third client after the token was revoked: a 401 on a stored token refreshes it.
+    lock(&m.valid).clear();
+    let third = connect(&m, config(Arc::new(FileStore::new(&path))))
+        .await
+        .unwrap();
+    third.list_tools().await.unwrap();
     let log = m.log();
-    assert_eq!(log.authorize.len(), 1, "the second client logged in again");
-    assert_eq!(log.register.len(), 1, "the second client registered again");
+    assert_eq!(log.authorize.len(), 1, "a later client logged in again");
+    assert_eq!(log.register.len(), 1, "a later client registered again");
+    assert_eq!(
+        log.token
+            .iter()
+            .filter(|t| t["grant_type"] == "refresh_token")
+            .count(),
+        1
+    );
+    assert!(std::fs::read_to_string(&path).unwrap().contains("rt-4"));
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -81,6 +81,15 @@ impl EsKey {
             })
     }
 
+    /// The key as PKCS#8 PEM (kept with the tokens it binds).
+    pub(crate) fn to_pem(&self) -> Option<String> {
+        use p256::pkcs8::EncodePrivateKey as _;
+        self.0
+            .to_pkcs8_pem(p256::pkcs8::LineEnding::LF)
+            .ok()
+            .map(|z| z.to_string())
+    }
+
     /// The public key as a JWK (`kty`, `crv`, `x`, `y`: the RFC 7638 members, in order).
     pub(crate) fn public_jwk(&self) -> Value {
         let point = self.0.verifying_key().to_encoded_point(false);
@@ -142,5 +151,7 @@ mod tests {
         assert!(k.0.verifying_key().verify(msg.as_bytes(), &sig).is_ok());
         assert_eq!(k.thumbprint().len(), 43);
         assert!(EsKey::from_pem("not a key").is_err());
+        let again = EsKey::from_pem(&k.to_pem().unwrap()).unwrap();
+        assert_eq!(again.thumbprint(), k.thumbprint());
     }
 }

@@ -3,7 +3,7 @@
 //! and the server's latest `DPoP-Nonce`), nonces remembered per origin.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use serde_json::json;
 
@@ -13,7 +13,7 @@ use super::discovery::split;
 /// A DPoP key and the nonces servers handed out.
 #[derive(Debug)]
 pub(crate) struct Dpop {
-    key: EsKey,
+    key: RwLock<EsKey>,
     nonces: Mutex<HashMap<String, String>>,
 }
 
@@ -24,15 +24,35 @@ fn origin(url: &str) -> String {
 impl Dpop {
     pub(crate) fn new() -> Self {
         Self {
-            key: EsKey::generate(),
+            key: RwLock::new(EsKey::generate()),
             nonces: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn key(&self) -> EsKey {
+        self.key.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The key's thumbprint (`jkt`).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn jkt(&self) -> String {
-        self.key.thumbprint()
+        self.key().thumbprint()
+    }
+
+    /// The key as PKCS#8 PEM, to be kept with the tokens bound to it.
+    pub(crate) fn key_pem(&self) -> Option<String> {
+        self.key().to_pem()
+    }
+
+    /// Uses the key of stored tokens (a PEM written by [`key_pem`](Self::key_pem)).
+    pub(crate) fn restore(&self, pem: &str) -> bool {
+        match EsKey::from_pem(pem) {
+            Ok(k) => {
+                *self.key.write().unwrap_or_else(|e| e.into_inner()) = k;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Remembers `nonce` for `url`'s origin.
@@ -64,10 +84,8 @@ impl Dpop {
         if let Some(n) = nonce.map(str::to_owned).or_else(|| self.nonce_for(url)) {
             claims["nonce"] = json!(n);
         }
-        self.key.sign(
-            json!({"typ": "dpop+jwt", "jwk": self.key.public_jwk()}),
-            &claims,
-        )
+        let key = self.key();
+        key.sign(json!({"typ": "dpop+jwt", "jwk": key.public_jwk()}), &claims)
     }
 }
 

@@ -111,7 +111,16 @@ impl Session {
         }
         match self.cfg.store.load(&self.server) {
             Ok(Some(t)) if t.resource.is_empty() || resource_matches(&t.resource, &self.server) => {
+                if let (Some(d), Some(pem)) = (&self.dpop, &t.dpop_key) {
+                    if !d.restore(pem) {
+                        tracing::warn!("the stored DPoP key is unusable");
+                    }
+                }
                 self.set_current(Some(t));
+                // A stored token worked before: a 401 on it tries a refresh first.
+                if let Ok(mut st) = self.flow.try_lock() {
+                    st.proven = true;
+                }
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "token store"),
@@ -290,11 +299,22 @@ impl Session {
         if fresh.refresh_token.is_none() {
             fresh.refresh_token = t.refresh_token.clone();
         }
+        self.bind_key(&mut fresh);
         // The rotated refresh token is durable before the new access token is used.
         self.cfg.store.save(&self.server, &fresh)?;
         self.set_current(Some(fresh));
         st.proven = false;
         Ok(())
+    }
+
+    /// A DPoP-bound token keeps its key, so that it (and its refresh token) outlive
+    /// the process with the token file.
+    fn bind_key(&self, t: &mut Tokens) {
+        if let Some(d) = &self.dpop {
+            if t.token_type.eq_ignore_ascii_case("dpop") {
+                t.dpop_key = d.key_pem();
+            }
+        }
     }
 
     fn redirect_uri(&self) -> Result<String, ClientError> {
@@ -404,6 +424,8 @@ impl Session {
                 req.send(&form, &resource, scope.as_deref()).await?
             }
         };
+        let mut tokens = tokens;
+        self.bind_key(&mut tokens);
         self.cfg.store.save(&self.server, &tokens)?;
         self.set_current(Some(tokens));
         st.proven = false;

@@ -37,6 +37,9 @@ pub struct Tokens {
     /// The scopes requested (space-separated), for step-up unions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// For a DPoP-bound token: the private key it is bound to (PKCS#8 PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 impl std::fmt::Debug for Tokens {

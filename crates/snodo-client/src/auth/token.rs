@@ -201,6 +201,7 @@ impl TokenRequest<'_> {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
                     .or_else(|| scope.map(str::to_owned)),
+                dpop_key: None,
             });
         }
         Err(ClientError::Auth(
