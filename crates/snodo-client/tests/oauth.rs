@@ -45,6 +45,8 @@ struct Mock {
     refuse_tokens: bool,
     /// The resource server answers 401 to everything.
     always_401: bool,
+    /// The tokens' `expires_in`.
+    expires_in: u64,
     log: Arc<Mutex<Log>>,
     valid: Arc<Mutex<HashSet<String>>>,
     /// The refresh token the server will accept next.
@@ -175,7 +177,7 @@ async fn token(State(m): State<Mock>, body: axum::body::Bytes) -> Response {
     *lock(&m.refresh) = Some(rt.clone());
     j(
         StatusCode::OK,
-        json!({"access_token": at, "token_type": "Bearer", "expires_in": 3600, "refresh_token": rt}),
+        json!({"access_token": at, "token_type": "Bearer", "expires_in": m.expires_in, "refresh_token": rt}),
     )
 }
 
@@ -216,6 +218,7 @@ async fn start(f: impl FnOnce(&mut Mock)) -> Mock {
         iss: "correct",
         refuse_tokens: false,
         always_401: false,
+        expires_in: 3600,
         log: Arc::default(),
         valid: Arc::default(),
         refresh: Arc::default(),
@@ -392,4 +395,35 @@ async fn a_token_file_carries_the_login_to_the_next_client() {
     );
     assert!(std::fs::read_to_string(&path).unwrap().contains("rt-4"));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn tokens_about_to_expire_are_refreshed_once_for_concurrent_calls() {
+    // Two-second tokens: refreshed in the second half of their life.
+    let m = start(|m| m.expires_in = 2).await;
+    let client = connect(&m, config(Arc::new(MemoryStore::new())))
+        .await
+        .unwrap();
+    client.list_tools().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let refreshes = |m: &Mock| {
+        m.log()
+            .token
+            .iter()
+            .filter(|t| t["grant_type"] == "refresh_token")
+            .count()
+    };
+    let before = refreshes(&m);
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { c.list_tools().await.map(|t| t.len()) })
+        })
+        .collect();
+    for c in calls {
+        c.await.unwrap().unwrap();
+    }
+    assert_eq!(before, 0, "a fresh token was refreshed");
+    assert_eq!(refreshes(&m), 1, "one refresh for the six calls");
+    assert_eq!(m.log().authorize.len(), 1);
 }

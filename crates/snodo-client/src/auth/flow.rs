@@ -21,7 +21,7 @@ use super::{Grant, OAuthConfig};
 use crate::error::ClientError;
 use crate::http::Sender;
 
-/// Refresh this many seconds before the access token expires.
+/// Refresh this many seconds before the access token expires (at most half its life).
 const EARLY: u64 = 30;
 
 /// What the last flow found, for refreshes and step-ups.
@@ -136,11 +136,22 @@ impl Session {
     ) -> Result<Credentials, ClientError> {
         self.load();
         let expiring = |t: &Tokens| {
-            t.refresh_token.is_some() && t.expires_at.is_some_and(|e| e <= now() + EARLY)
+            let Some(e) = t.expires_at.filter(|_| t.refresh_token.is_some()) else {
+                return false;
+            };
+            let margin = t
+                .issued_at
+                .map_or(EARLY, |i| EARLY.min(e.saturating_sub(i) / 2));
+            e <= now() + margin
         };
-        if self.current().as_ref().is_some_and(expiring) {
+        if let Some(seen) = self.current().filter(expiring) {
             let mut st = self.flow.lock().await;
-            if let Some(t) = self.current().filter(expiring) {
+            // Single flight: only the token seen before waiting is refreshed; a waiter
+            // that finds another one uses it (even if it is short-lived as well).
+            if let Some(t) = self
+                .current()
+                .filter(|t| t.access_token == seen.access_token)
+            {
                 if let Err(e) = self.refresh(&mut st, &t).await {
                     tracing::info!(error = %e, "refresh before expiry failed");
                     self.forget();

@@ -34,6 +34,10 @@ pub struct Tokens {
     /// When the access token expires, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When it was issued (seconds since the Unix epoch): a short-lived token is
+    /// refreshed in the last half of its life, not in the last 30 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The scopes requested (space-separated), for step-up unions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -51,6 +55,7 @@ impl std::fmt::Debug for Tokens {
             .field("token_type", &self.token_type)
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| ".."))
             .field("expires_at", &self.expires_at)
+            .field("issued_at", &self.issued_at)
             .field("scope", &self.scope)
             .finish_non_exhaustive()
     }

@@ -196,6 +196,7 @@ impl TokenRequest<'_> {
                     .and_then(Value::as_str)
                     .map(str::to_owned),
                 expires_at,
+                issued_at: Some(now()),
                 scope: m
                     .get("scope")
                     .and_then(Value::as_str)
