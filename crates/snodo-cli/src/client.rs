@@ -124,7 +124,7 @@ async fn connect(args: &ClientArgs) -> Result<Client, ClientError> {
             .map_err(|e| ClientError::Transport(format!("--header {h:?}: {e}")))?;
         b = b.header(name, value);
     }
-    if let Some(cfg) = args.oauth.config() {
+    if let Some(cfg) = args.oauth.config().map_err(ClientError::Transport)? {
         b = b.oauth(cfg);
     }
     match (&args.url, &args.stdio) {

@@ -25,6 +25,10 @@ pub(crate) struct OAuthArgs {
         requires = "client_id"
     )]
     client_secret: Option<String>,
+    /// Authenticate with private_key_jwt: a P-256 private key in PEM (PKCS#8 or SEC1)
+    /// signing ES256 client assertions, instead of a secret.
+    #[arg(long, value_name = "PATH", requires = "client_id")]
+    client_key: Option<PathBuf>,
     /// Present the pre-registered credentials only to this authorization server (its
     /// issuer identifier); others get a registration of their own.
     #[arg(long, value_name = "ISSUER", requires = "client_id")]
@@ -40,8 +44,8 @@ pub(crate) struct OAuthArgs {
     #[arg(long, default_value_t = 0, requires = "oauth")]
     redirect_port: u16,
     /// Machine to machine: the client credentials grant (needs --client-id and
-    /// --client-secret), no browser.
-    #[arg(long, requires = "client_secret")]
+    /// --client-secret or --client-key), no browser.
+    #[arg(long, requires = "client_id")]
     client_credentials: bool,
     /// Follow the authorization endpoint's redirect instead of opening a browser (for
     /// authorization servers that approve without a login page).
@@ -63,9 +67,9 @@ fn default_token_file() -> PathBuf {
 
 impl OAuthArgs {
     /// The OAuth set-up, when `--oauth` is given.
-    pub(crate) fn config(&self) -> Option<OAuthConfig> {
+    pub(crate) fn config(&self) -> Result<Option<OAuthConfig>, String> {
         if !self.oauth {
-            return None;
+            return Ok(None);
         }
         let path = self.token_file.clone().unwrap_or_else(default_token_file);
         let mut cfg = OAuthConfig::new("snodo")
@@ -78,6 +82,16 @@ impl OAuthArgs {
         if let Some(issuer) = &self.client_issuer {
             cfg = cfg.client_issuer(issuer.clone());
         }
+        if let Some(path) = &self.client_key {
+            let pem = std::fs::read_to_string(path)
+                .map_err(|e| format!("--client-key {}: {e}", path.display()))?;
+            cfg = cfg.private_key_pem(&pem).map_err(|e| match e {
+                snodo_client::ClientError::Auth(m) => {
+                    format!("--client-key {}: {m}", path.display())
+                }
+                other => format!("--client-key {}: {other}", path.display()),
+            })?;
+        }
         for s in &self.scopes {
             cfg = cfg.scope(s.clone());
         }
@@ -87,6 +101,6 @@ impl OAuthArgs {
         if self.headless {
             cfg = cfg.headless(format!("http://127.0.0.1:{}/callback", self.redirect_port));
         }
-        Some(cfg)
+        Ok(Some(cfg))
     }
 }
