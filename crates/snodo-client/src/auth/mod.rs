@@ -104,8 +104,9 @@ impl std::fmt::Debug for Grant {
     }
 }
 
-/// How the client obtains and keeps OAuth tokens. See the [module](self) page.
-#[derive(Clone, Debug)]
+/// How the client obtains and keeps OAuth tokens. See the [module](self) page. Its
+/// `Debug` shows no secret.
+#[derive(Clone)]
 pub struct OAuthConfig {
     pub(crate) client_name: String,
     pub(crate) client_id: Option<String>,
@@ -123,10 +124,36 @@ pub struct OAuthConfig {
     pub(crate) dpop: bool,
 }
 
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_name", &self.client_name)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| ".."))
+            .field("client_issuer", &self.client_issuer)
+            .field("private_key", &self.private_key.is_some())
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("grant", &self.grant)
+            .field("headless", &self.headless)
+            .field("agent", &self.agent)
+            .field("store", &self.store)
+            .field("max_authorizations", &self.max_authorizations)
+            .field("dpop", &self.dpop)
+            .finish_non_exhaustive()
+    }
+}
+
 impl OAuthConfig {
     /// A public client named `client_name` (used in dynamic registration), with the
     /// authorization-code grant, a [`LoopbackAgent`] on any free port and a
     /// [`MemoryStore`].
+    ///
+    /// ```
+    /// use snodo_client::auth::OAuthConfig;
+    /// let cfg = OAuthConfig::new("my-app").client("id-1", Some("s3cret".into()));
+    /// assert!(!format!("{cfg:?}").contains("s3cret"));
+    /// ```
     #[must_use]
     pub fn new(client_name: impl Into<String>) -> Self {
         Self {

@@ -15,8 +15,8 @@ use super::net::Net;
 use super::store::Tokens;
 use crate::error::ClientError;
 
-/// How the client authenticates at the token endpoint.
-#[derive(Clone, Debug)]
+/// How the client authenticates at the token endpoint. Its `Debug` shows no secret.
+#[derive(Clone)]
 pub(crate) enum ClientAuth {
     /// A public client: `client_id` in the form.
     None { id: String },
@@ -27,6 +27,12 @@ pub(crate) enum ClientAuth {
     /// `private_key_jwt` (RFC 7523 §2.2): an ES256 assertion, `iss` = `sub` = the
     /// client id, `aud` = the issuer.
     PrivateKeyJwt { id: String, key: EsKey },
+}
+
+impl std::fmt::Debug for ClientAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClientAuth({} {})", self.method(), self.id())
+    }
 }
 
 impl ClientAuth {
