@@ -33,6 +33,10 @@ pub(crate) struct OAuthArgs {
     /// issuer identifier); others get a registration of their own.
     #[arg(long, value_name = "ISSUER", requires = "client_id")]
     client_issuer: Option<String>,
+    /// A client-ID metadata document URL (https) to use as client id where the
+    /// authorization server accepts one, instead of registering.
+    #[arg(long, value_name = "URL", requires = "oauth")]
+    client_metadata_url: Option<String>,
     /// A scope to ask for when the server names none (repeatable, or space-separated).
     #[arg(long = "scope", requires = "oauth")]
     scopes: Vec<String>,
@@ -78,6 +82,9 @@ impl OAuthArgs {
             .dpop(self.dpop);
         if let Some(id) = &self.client_id {
             cfg = cfg.client(id.clone(), self.client_secret.clone());
+        }
+        if let Some(url) = &self.client_metadata_url {
+            cfg = cfg.client_metadata_url(url.clone());
         }
         if let Some(issuer) = &self.client_issuer {
             cfg = cfg.client_issuer(issuer.clone());
