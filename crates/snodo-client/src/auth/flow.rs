@@ -152,7 +152,7 @@ impl Session {
                 .current()
                 .filter(|t| t.access_token == seen.access_token)
             {
-                if let Err(e) = self.refresh(&mut st, &t).await {
+                if let Err(e) = self.refresh(&mut st, &t, None).await {
                     tracing::info!(error = %e, "refresh before expiry failed");
                     self.forget();
                 }
@@ -252,7 +252,10 @@ impl Session {
         if !step_up {
             if let (Some(t), Some(_), true) = (self.current(), sent, st.proven) {
                 if t.refresh_token.is_some() {
-                    match self.refresh(&mut st, &t).await {
+                    match self
+                        .refresh(&mut st, &t, r.resource_metadata.as_deref())
+                        .await
+                    {
                         Ok(()) => return Ok(true),
                         Err(e) => tracing::info!(error = %e, "refresh after 401 failed"),
                     }
@@ -269,17 +272,27 @@ impl Session {
         st.failures += 1;
         let challenged = r.scope.clone().unwrap_or_default();
         let scopes = step_up.then(|| union(&st.scopes, &challenged));
-        self.forget();
+        if !step_up {
+            // The token is refused: it goes. A step-up keeps it until a better one comes.
+            self.forget();
+        }
         self.authorize(&mut st, &r, scopes).await?;
         Ok(true)
     }
 
-    async fn refresh(&self, st: &mut FlowState, t: &Tokens) -> Result<(), ClientError> {
+    /// Refreshes `t`; `hint` is a refusal's `resource_metadata`, for discovery when
+    /// this session has not run it yet (a token from the store).
+    async fn refresh(
+        &self,
+        st: &mut FlowState,
+        t: &Tokens,
+        hint: Option<&str>,
+    ) -> Result<(), ClientError> {
         let Some(rt) = &t.refresh_token else {
             return Err(ClientError::Auth("no refresh token".into()));
         };
         if st.discovery.is_none() {
-            st.discovery = Some(discover(&self.net, &self.server, None).await?);
+            st.discovery = Some(discover(&self.net, &self.server, hint).await?);
         }
         let Some(d) = &st.discovery else {
             return Err(ClientError::Auth("no discovery".into()));
