@@ -3,10 +3,12 @@
 # per scenario and runs `snodo client-conformance SERVER_URL` (the snodo-client driver,
 # crates/snodo-cli/src/client_conformance.rs) against it.
 #
-#   bash conformance/client-lane.sh LANE        LANE: 2026-07-28 | 2025-11-25
+#   bash conformance/client-lane.sh LANE   LANE: 2026-07-28 | 2025-11-25 | 2025-06-18 | 2025-03-26
 #
 # Judges every client scenario the runner applies at LANE against
-# expected-failures/client-LANE.yml. Prints PASS / FAIL / XFAIL per scenario and ends
+# expected-failures/client-LANE.yml; the 2026-07-28 lane also runs the authorization
+# extension scenarios (client credentials, enterprise-managed authorization, DPoP,
+# workload identity), each on its own with --force since no spec version selects them. Prints PASS / FAIL / XFAIL per scenario and ends
 # with "N passed, M failed" (scenarios). Exit 0 iff M == 0; 2 on setup errors.
 #
 # Environment:
@@ -20,8 +22,8 @@ DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$DIR/.." && pwd)"
 LANE="${1:-}"
 case "$LANE" in
-  2026-07-28|2025-11-25) ;;
-  *) echo "usage: $0 2026-07-28|2025-11-25" >&2; exit 2 ;;
+  2026-07-28|2025-11-25|2025-06-18|2025-03-26) ;;
+  *) echo "usage: $0 2026-07-28|2025-11-25|2025-06-18|2025-03-26" >&2; exit 2 ;;
 esac
 
 # shellcheck source=lib/runner.sh
@@ -48,6 +50,12 @@ mkdir -p "$OUTDIR/raw"
 
 "$NODE" "$CLI" list --client --spec-version "$LANE" </dev/null \
   | sed -n 's/^  - \([^ ]*\).*/\1/p' >"$OUTDIR/scenarios.txt"
+EXTENSION_SCENARIOS=()
+if [[ "$LANE" == 2026-07-28 ]]; then
+  EXTENSION_SCENARIOS=(auth/client-credentials-basic auth/client-credentials-jwt
+    auth/enterprise-managed-authorization auth/dpop auth/dpop-nonce auth/wif-jwt-bearer)
+fi
+printf '%s\n' "${EXTENSION_SCENARIOS[@]}" | sed '/^$/d' >>"$OUTDIR/scenarios.txt"
 count="$(wc -l <"$OUTDIR/scenarios.txt")"
 [[ "$count" -gt 0 ]] || { echo "client-lane.sh: the runner lists no client scenarios for $LANE" >&2; exit 2; }
 
@@ -79,6 +87,11 @@ echo "$rc" >"$OUTDIR/runner.rc"
 if [[ "$rc" -eq 124 || "$rc" -eq 137 ]]; then
   echo "note: the runner hit its ${RUNNER_LIMIT_S}s limit; scenarios without results fail"
 fi
+for scenario in "${EXTENSION_SCENARIOS[@]}"; do
+  timeout -k 10 "$(( TIMEOUT_MS / 1000 + 30 ))" "$NODE" "$CLI" client --command "$BIN client-conformance" \
+    --scenario "$scenario" --force --spec-version "$LANE" --timeout "$TIMEOUT_MS" -o "$OUTDIR/raw" \
+    </dev/null >>"$OUTDIR/runner.log" 2>&1 || true
+done
 
 set +e
 "$NODE" "$DIR/lib/evaluate.mjs" "$OUTDIR/raw" "$OUTDIR/scenarios.txt" "$BASELINE" "$OUTDIR/runner.log" | tee "$OUTDIR/summary.txt"

@@ -1,7 +1,10 @@
 // The authorization server of the OAuth lane: oidc-provider (a certified OpenID
 // provider) on 127.0.0.1, with resource indicators (RFC 8707) and JWT access tokens
-// (RFC 9068) for the snodo endpoint (and one other resource), and one confidential client
-// allowed the client-credentials grant.
+// (RFC 9068) for the snodo endpoint (and one other resource), one confidential client
+// allowed the client-credentials grant, and — for `snodo client --oauth` (code.mjs) —
+// dynamic client registration, the provider's own login and consent pages
+// (devInteractions: any login and password), and refresh tokens for clients registered
+// with the refresh_token grant (rotated for public clients, the provider's default).
 //
 // Environment: PORT (listen port), RESOURCE (canonical URI of snodo's /mcp),
 // OTHER_RESOURCE (a second resource of the same server, to show audience binding),
@@ -45,8 +48,11 @@ function provider(keys) {
     ],
     scopes: scopes.split(' '),
     jwks: { keys },
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: true },
+      registration: { enabled: true },
+      dPoP: { enabled: true },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {

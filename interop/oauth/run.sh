@@ -4,8 +4,11 @@
 # `snodo serve --oauth-issuer …` protecting the demo; lane.mjs prints every exchange
 # (401 challenge, protected-resource metadata, client-credentials tokens, the step-up
 # 403 -> union of scopes -> 200, the official TypeScript SDK client doing it by itself,
-# key rotation at the provider picked up without restarting snodo).
-# Ends with "N passed, M failed"; exit 0 iff M == 0. Bounded: about 60 s.
+# key rotation at the provider picked up without restarting snodo); then code.mjs runs
+# `snodo client --oauth` through a real authorization-code login (it submits the
+# provider's login and consent forms): token file reuse, refresh after expiry with a
+# rotated refresh token, step-up to the union of scopes.
+# Ends with "N passed, M failed" (both scripts); exit 0 iff M == 0. Bounded: about 75 s.
 #
 # Environment:
 #   SNODO_BIN  server binary (default: <repo>/target/debug/snodo; not built here)
@@ -89,7 +92,7 @@ echo "interop/oauth: oidc-provider pid $AS_PID at $ISSUER" >&2
 
 # --- snodo ----------------------------------------------------------------------------
 "$SNODO_BIN" serve --addr "127.0.0.1:$MCP_PORT" --root "$ROOT" \
-    --oauth-issuer "$ISSUER" --oauth-scope mcp --oauth-tool-scope search=files:read \
+    --oauth-issuer "$ISSUER" --oauth-scope mcp --oauth-tool-scope search=files:read --oauth-dpop \
     >"$WORK/snodo.log" 2>&1 &
 SNODO_PID=$!
 # snodo fetches the JWKS at start-up; it fetches it again for an unknown kid at most
@@ -103,7 +106,15 @@ sed 's/^/snodo: /' "$WORK/snodo.log"
 status=0
 MCP_URL="$MCP_URL" ISSUER="$ISSUER" CLIENT_ID="$CLIENT_ID" CLIENT_SECRET="$CLIENT_SECRET" \
     PROVIDER_PID="$AS_PID" AS_LOG="$WORK/as.log" JWKS_READY_AT="$JWKS_READY_AT" \
-    timeout 120 "$NODE" "$HERE/lane.mjs" || status=$?
+    timeout 120 "$NODE" "$HERE/lane.mjs" | tee "$WORK/lane.out" || status=$?
+# snodo client --oauth with a real authorization-code login (code.mjs plays the browser).
+SNODO_BIN="$SNODO_BIN" MCP_URL="$MCP_URL" ISSUER="$ISSUER" WORK="$WORK" \
+    timeout 180 "$NODE" "$HERE/code.mjs" | tee "$WORK/code.out" || status=$?
+total() { # file: its "N passed, M failed" line, or "0 passed, 1 failed"
+    grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1 || echo "0 passed, 1 failed"
+}
+read -r p1 _ f1 _ <<<"$(total "$WORK/lane.out")"
+read -r p2 _ f2 _ <<<"$(total "$WORK/code.out")"
 
 echo
 echo "--- the provider's log (requests snodo and the clients made)"
@@ -113,4 +124,5 @@ if grep -q -e "$CLIENT_SECRET" -e 'eyJ' "$WORK/snodo.log"; then
     echo "interop/oauth: a token or the client secret appears in snodo's log" >&2
     status=1
 fi
+echo "$(( p1 + p2 )) passed, $(( f1 + f2 + (status != 0 && f1 + f2 == 0 ? 1 : 0) )) failed"
 exit "$status"

@@ -33,6 +33,8 @@ pub(crate) struct ClientArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    #[command(flatten)]
+    oauth: crate::client_oauth::OAuthArgs,
     /// The JSON-RPC method (`tools/list`, `tools/call`, `resources/read`, ...), or the
     /// shortcut `call` (then TOOL and key=value arguments follow).
     method: String,
@@ -108,6 +110,9 @@ async fn connect(args: &ClientArgs) -> Result<Client, ClientError> {
         let value = http::HeaderValue::try_from(value.trim())
             .map_err(|e| ClientError::Transport(format!("--header {h:?}: {e}")))?;
         b = b.header(name, value);
+    }
+    if let Some(cfg) = args.oauth.config().map_err(ClientError::Transport)? {
+        b = b.oauth(cfg);
     }
     match (&args.url, &args.stdio) {
         (Some(url), _) => b.connect_http(url).await,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use snodo_client::auth::{Grant, OAuthConfig};
 use snodo_client::{Client, ClientError, Protocol};
 
 /// An answer to an elicitation form: each field's default, else a value of its type.
@@ -43,6 +44,49 @@ fn fill_form(params: &Value) -> Value {
         }
     }
     answer
+}
+
+/// The redirect URI of the headless authorization (never fetched: the driver reads the
+/// authorization endpoint's redirect to it).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The client-ID metadata document URL the runner's mock authorization servers accept.
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The OAuth set-up for a scenario: headless, a client-ID metadata document URL, and
+/// the credentials, key and grant the runner's context gives.
+fn oauth_config(name: &str, context: &Value) -> Result<OAuthConfig, String> {
+    let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut cfg = OAuthConfig::new("snodo-conformance-client")
+        .headless(REDIRECT_URI)
+        .client_metadata_url(CIMD_URL);
+    if let Some(id) = text("client_id") {
+        cfg = cfg.client(id, text("client_secret"));
+    }
+    if let Some(pem) = text("private_key_pem") {
+        cfg = cfg.private_key_pem(&pem).map_err(|e| e.to_string())?;
+    }
+    if name.starts_with("auth/client-credentials") {
+        cfg = cfg.grant(Grant::ClientCredentials);
+    }
+    if let Some(jwt) = text("valid_jwt") {
+        cfg = cfg.grant(Grant::JwtBearer { assertion: jwt });
+    }
+    if let (Some(endpoint), Some(id_token), Some(idp_client_id)) = (
+        text("idp_token_endpoint"),
+        text("idp_id_token"),
+        text("idp_client_id"),
+    ) {
+        cfg = cfg.grant(Grant::EnterpriseManaged {
+            idp_token_endpoint: endpoint,
+            id_token,
+            idp_client_id,
+            idp_client_secret: None,
+        });
+    }
+    if name.starts_with("auth/dpop") {
+        cfg = cfg.dpop(true);
+    }
+    Ok(cfg)
 }
 
 fn client_builder(version: Option<&str>) -> Result<snodo_client::ClientBuilder, String> {
@@ -131,7 +175,9 @@ pub(crate) async fn run(url: &str) -> ExitCode {
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
-    let builder = match client_builder(version.as_deref()) {
+    let builder = match client_builder(version.as_deref())
+        .and_then(|b| Ok(b.oauth(oauth_config(&name, &context)?)))
+    {
         Ok(b) => b,
         Err(e) => {
             eprintln!("client-conformance: {e}");

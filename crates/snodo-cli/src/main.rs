@@ -10,6 +10,8 @@ mod client;
 mod client_args;
 #[cfg(feature = "client")]
 mod client_conformance;
+#[cfg(feature = "client")]
+mod client_oauth;
 mod demo;
 mod fixture;
 mod fixture_skills;

@@ -35,6 +35,9 @@ pub(crate) struct OAuthArgs {
         requires = "oauth_issuer"
     )]
     oauth_tool_scopes: Vec<String>,
+    /// Also accept DPoP-bound tokens (RFC 9449; proofs fresh within 60 s).
+    #[arg(long, requires = "oauth_issuer")]
+    oauth_dpop: bool,
 }
 
 #[cfg(feature = "oauth")]
@@ -72,6 +75,9 @@ mod enabled {
         }
         for s in &args.oauth_scopes {
             config = config.required_scope(s.clone());
+        }
+        if args.oauth_dpop {
+            config = config.dpop(std::time::Duration::from_secs(60));
         }
         let mut tools: Vec<(String, Vec<String>)> = Vec::new();
         for pair in &args.oauth_tool_scopes {

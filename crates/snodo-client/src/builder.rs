@@ -89,6 +89,7 @@ pub struct ClientBuilder {
     pub(crate) max_rounds: usize,
     pub(crate) log_level: Option<String>,
     pub(crate) cache: bool,
+    pub(crate) oauth: Option<crate::auth::OAuthConfig>,
 }
 
 impl ClientBuilder {
@@ -197,6 +198,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Authorize with OAuth when the server asks (HTTP connections): see
+    /// [`auth`](crate::auth).
+    #[must_use]
+    pub fn oauth(mut self, config: crate::auth::OAuthConfig) -> Self {
+        self.oauth = Some(config);
+        self
+    }
+
     /// Connects over Streamable HTTP to `url` (`http://`, and `https://` with the default
     /// `https` feature: the system's trust anchors verify the server).
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
@@ -219,7 +228,11 @@ impl ClientBuilder {
             )));
         }
         let headers = self.headers.clone();
-        let t = HttpTransport::new(Arc::new(Hyper::new()?), uri, headers);
+        let sender: Arc<dyn crate::http::Sender> = Arc::new(Hyper::new()?);
+        let mut t = HttpTransport::new(sender.clone(), uri, headers);
+        if let Some(cfg) = self.oauth.clone() {
+            t = t.with_auth(crate::auth::Session::new(cfg, sender, url));
+        }
         self.finish(Arc::new(t)).await
     }
 

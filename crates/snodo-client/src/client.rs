@@ -78,6 +78,7 @@ impl Client {
             max_rounds: 8,
             log_level: None,
             cache: false,
+            oauth: None,
         }
     }
 

@@ -26,6 +26,11 @@ pub enum ClientError {
     /// gone (a call renews it once with a new `initialize`).
     #[error("the server ended the session")]
     SessionExpired,
+    /// The server asks for authorization and it could not be obtained: discovery,
+    /// registration, the authorization or token endpoint, or a refused response (a
+    /// mismatched `resource`, `iss` or `issuer`). The text never carries a token.
+    #[error("authorization: {0}")]
+    Auth(String),
     /// No answer within the configured time.
     #[error("timed out after {0:?}")]
     Timeout(std::time::Duration),

@@ -33,6 +33,9 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const LISTEN_WAIT: Duration = Duration::from_secs(2);
 /// How many same-origin redirects one request follows.
 const MAX_REDIRECTS: usize = 3;
+/// How many refusals one request may answer with new credentials (authorizations,
+/// refreshes, DPoP nonces; the session bounds authorizations on its own).
+const MAX_AUTH_ROUNDS: usize = 6;
 /// How many times one broken SSE answer is resumed.
 const MAX_RESUMES: usize = 5;
 
@@ -74,6 +77,8 @@ pub(crate) struct HttpTransport {
     unsolicited_rx: Mutex<Option<mpsc::Receiver<Value>>>,
     /// The task reading the standalone stream.
     listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The OAuth session, when the client was built with one.
+    auth: Option<Arc<crate::auth::Session>>,
 }
 
 impl Drop for HttpTransport {
@@ -100,7 +105,14 @@ impl HttpTransport {
             unsolicited_tx: tx,
             unsolicited_rx: Mutex::new(Some(rx)),
             listener: Mutex::new(None),
+            auth: None,
         }
+    }
+
+    /// Puts `session`'s token on every request and lets it answer `401`/`403`.
+    pub(crate) fn with_auth(mut self, session: crate::auth::Session) -> Self {
+        self.auth = Some(Arc::new(session));
+        self
     }
 
     fn session(&self) -> Option<HeaderValue> {
@@ -121,7 +133,45 @@ impl HttpTransport {
         if let Some(s) = self.session() {
             b = b.header(SESSION, s);
         }
+        if let Some(auth) = &self.auth {
+            for (k, v) in auth.credentials_now(&method_of(&b), &self.url().to_string()) {
+                b = b.header(k, v);
+            }
+        }
         b
+    }
+
+    /// Sends `out`, with the OAuth session's credentials when there is one: a refusal
+    /// the session can answer (a new or refreshed token, a DPoP nonce) is retried.
+    async fn send_authorized(&self, out: &Outgoing) -> Result<Response<HttpBody>, ClientError> {
+        let Some(auth) = &self.auth else {
+            return self.sender.send(self.post(out)?).await;
+        };
+        for _ in 0..MAX_AUTH_ROUNDS {
+            let url = self.url().to_string();
+            let creds = auth.credentials(&HttpMethod::POST, &url).await?;
+            let mut req = self.post(out)?;
+            for (k, v) in creds.headers {
+                req.headers_mut().insert(k, v);
+            }
+            let resp = self.sender.send(req).await?;
+            let status = resp.status();
+            if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
+                if auth
+                    .refused(status, resp.headers(), &url, creds.token.as_deref())
+                    .await?
+                {
+                    let _ = read_all(resp.into_body()).await;
+                    continue;
+                }
+            } else if status.is_success() {
+                auth.succeeded().await;
+            }
+            return Ok(resp);
+        }
+        Err(ClientError::Auth(
+            "the server kept refusing fresh credentials".into(),
+        ))
     }
 
     fn post(&self, out: &Outgoing) -> Result<Request<Full<Bytes>>, ClientError> {
@@ -173,7 +223,7 @@ impl HttpTransport {
 
     async fn exchange(&self, out: &Outgoing) -> Result<Response<HttpBody>, ClientError> {
         let session = self.session();
-        let mut resp = self.sender.send(self.post(out)?).await?;
+        let mut resp = self.send_authorized(out).await?;
         for _ in 0..MAX_REDIRECTS {
             let Some(target) = self.redirect_target(&resp) else {
                 break;
@@ -182,7 +232,7 @@ impl HttpTransport {
             if let Ok(mut u) = self.url.lock() {
                 *u = target;
             }
-            resp = self.sender.send(self.post(out)?).await?;
+            resp = self.send_authorized(out).await?;
         }
         if resp.status() == http::StatusCode::NOT_FOUND && session.is_some() {
             // Only the session this request carried is forgotten.
@@ -301,6 +351,10 @@ impl Resumer {
     }
 }
 
+fn method_of(b: &http::request::Builder) -> HttpMethod {
+    b.method_ref().cloned().unwrap_or(HttpMethod::GET)
+}
+
 fn is_sse(h: &HeaderMap) -> bool {
     h.get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -308,7 +362,7 @@ fn is_sse(h: &HeaderMap) -> bool {
 }
 
 /// Reads a whole (non-SSE) body, at most [`MAX_EVENT`] bytes.
-async fn read_all(mut body: HttpBody) -> Result<Bytes, ClientError> {
+pub(crate) async fn read_all(mut body: HttpBody) -> Result<Bytes, ClientError> {
     let mut buf = bytes::BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| ClientError::Transport(e.to_string()))?;

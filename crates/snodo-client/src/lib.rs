@@ -15,6 +15,12 @@
 //!   [`ClientBuilder::connect_in_process`]): a [`snodo::Runtime`] or
 //!   [`McpService`](snodo::http::McpService) driven directly, no socket — for tests.
 //!
+//! A server that asks for a token (`401`) gets one with [`ClientBuilder::oauth`]: the
+//! [`auth`] module discovers the authorization server, registers or identifies the
+//! client, runs the authorization code flow with PKCE (or client credentials, a
+//! JWT-bearer or enterprise-managed grant), steps up scopes, refreshes and stores
+//! tokens, and binds them with DPoP on request.
+//!
 //! The calls: [`Client::list_tools`] and the other lists (every page followed, or
 //! [`Client::list_stream`]), [`Client::call_tool`], [`Client::read_resource`],
 //! [`Client::get_prompt`], [`Client::complete`], [`Client::listen`] (2026-07-28 change
@@ -84,6 +90,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+pub mod auth;
 mod builder;
 mod client;
 mod error;

@@ -160,6 +160,9 @@ impl Client {
                         // A modern server refusing the probe itself: stay modern.
                         Ok(())
                     }
+                    // An authorization that failed or was refused says nothing about
+                    // the server's era: trying `initialize` would only authorize again.
+                    Err(e @ ClientError::Auth(_)) => Err(e),
                     Err(e) => {
                         tracing::debug!(%e, "server/discover failed: an initialize-era server");
                         let offer = legacy_versions().first().copied().unwrap_or("2025-11-25");

@@ -82,6 +82,8 @@ pub struct OAuthConfig {
     pub(crate) resource_name: Option<String>,
     /// Extra trust anchors (PEM) for https:// authorization servers.
     pub(crate) tls_roots_pem: Vec<Vec<u8>>,
+    /// Accept DPoP-bound tokens (RFC 9449), with proofs fresh within this window.
+    pub(crate) dpop_window: Option<Duration>,
 }
 
 impl OAuthConfig {
@@ -105,7 +107,19 @@ impl OAuthConfig {
             max_token_bytes: 16 * 1024,
             resource_name: None,
             tls_roots_pem: Vec::new(),
+            dpop_window: None,
         }
+    }
+
+    /// Accept DPoP-bound access tokens (RFC 9449): `Authorization: DPoP <token>` with a
+    /// proof in the `DPoP` header, checked (signature by its `jwk`, `htm`, `htu`, `iat`
+    /// within `window` of now, `jti` not used before within the window, `ath`) and
+    /// bound (`cnf.jkt` of the token = the proof key's thumbprint). A DPoP-bound token
+    /// presented as `Bearer` is refused either way; unbound bearer tokens still work.
+    #[must_use]
+    pub fn dpop(mut self, window: Duration) -> Self {
+        self.dpop_window = Some(window);
+        self
     }
 
     /// The JWKS URL, instead of discovering it from the issuer's metadata.

@@ -13,6 +13,10 @@
 //!   every scope the operation needs (on every dialect).
 //! - [`TokenInfo`] (subject, client, scopes, chosen claims) reaches handlers:
 //!   `TokenInfo::of(&ctx)`.
+//! - DPoP-bound tokens (RFC 9449), opt-in with [`OAuthConfig::dpop`]: each request's
+//!   proof is checked (signature by its `jwk`, `htm`, `htu`, `iat`, `ath`, `jti` replay)
+//!   and must be by the key the token names in `cnf.jkt`; a bound token sent as
+//!   `Bearer` is refused.
 //!
 //! ```no_run
 //! # async fn run(runtime_builder: snodo::RuntimeBuilder) -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +43,7 @@
 
 mod config;
 mod discovery;
+mod dpop;
 mod fetch;
 mod introspect;
 mod jwks;

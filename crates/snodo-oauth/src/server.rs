@@ -15,6 +15,7 @@ use snodo::http::{AuthRejection, Authenticator, Body, Server};
 
 use crate::config::{OAuthConfig, canonical_uri};
 use crate::discovery;
+use crate::dpop::{ALGORITHMS as DPOP_ALGORITHMS, DpopChecker, bound_jkt};
 use crate::fetch::Fetcher;
 use crate::introspect::Introspector;
 use crate::jwks::JwksCache;
@@ -58,6 +59,7 @@ struct Inner {
     metadata: Bytes,
     jwks: Option<Arc<JwksCache>>,
     introspector: Option<Introspector>,
+    dpop: Option<DpopChecker>,
 }
 
 impl fmt::Debug for ResourceServer {
@@ -155,6 +157,9 @@ impl ResourceServer {
             metadata: Bytes::new(),
             jwks,
             introspector,
+            dpop: config
+                .dpop_window
+                .map(|w| DpopChecker::new(w.as_secs().max(1))),
             config,
         };
         inner.metadata = Bytes::from(inner.metadata_document().to_string());
@@ -233,10 +238,11 @@ impl ResourceServer {
 
     /// Validates a bearer token (JWT by signature, opaque by introspection).
     pub async fn validate(&self, token: &str) -> Result<TokenInfo, TokenError> {
-        self.check(token).await.map_err(TokenError)
+        self.check(token).await.map(|(i, _)| i).map_err(TokenError)
     }
 
-    async fn check(&self, token: &str) -> Result<TokenInfo, Invalid> {
+    /// The token's information and its DPoP key binding (`cnf.jkt`), if any.
+    async fn check(&self, token: &str) -> Result<(TokenInfo, Option<String>), Invalid> {
         let inner = &self.inner;
         let cfg = &inner.config;
         if token.len() > cfg.max_token_bytes {
@@ -258,7 +264,8 @@ impl ResourceServer {
         } else {
             return Err(Invalid::Malformed);
         };
-        Ok(TokenInfo::from_claims(&claims, &cfg.claims))
+        let jkt = bound_jkt(&claims).map(str::to_owned);
+        Ok((TokenInfo::from_claims(&claims, &cfg.claims), jkt))
     }
 
     /// The scopes every request needs.
@@ -284,7 +291,21 @@ impl ResourceServer {
             .map(|(k, v)| format!("{k}=\"{}\"", quote(&v)))
             .collect();
         out.push_str(&parts.join(", "));
+        if self.inner.dpop.is_some() {
+            out.push_str(&format!(", DPoP algs=\"{}\"", dpop_algs().join(" ")));
+        }
         out
+    }
+
+    /// A `DPoP` challenge for a refused proof (RFC 9449 §7.1).
+    fn dpop_refusal(&self, description: &str) -> AuthRejection {
+        let www_authenticate = format!(
+            "DPoP error=\"invalid_dpop_proof\", error_description=\"{}\", algs=\"{}\", resource_metadata=\"{}\"",
+            quote(description),
+            dpop_algs().join(" "),
+            quote(&self.inner.metadata_url)
+        );
+        AuthRejection::Unauthorized { www_authenticate }
     }
 
     /// The scopes a 401 suggests: those every request needs, else those supported.
@@ -339,7 +360,8 @@ impl ResourceServer {
             return Err(self.unauthorized(Some(Invalid::Malformed)));
         };
         let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
-        if !scheme.eq_ignore_ascii_case("bearer") {
+        let dpop = scheme.eq_ignore_ascii_case("dpop") && self.inner.dpop.is_some();
+        if !scheme.eq_ignore_ascii_case("bearer") && !dpop {
             // Credentials of another scheme: the challenge says which one to use.
             return Err(self.unauthorized(None));
         }
@@ -347,7 +369,38 @@ impl ResourceServer {
         if token.is_empty() {
             return Err(self.unauthorized(Some(Invalid::Malformed)));
         }
-        let info = match self.check(token).await {
+        let proof_key = match (&self.inner.dpop, dpop) {
+            (Some(checker), true) => {
+                let mut proofs = request.headers.get_all("dpop").iter();
+                let proof = match (proofs.next(), proofs.next()) {
+                    (Some(p), None) => p.to_str().unwrap_or_default(),
+                    _ => return Err(self.dpop_refusal("Exactly one DPoP proof is needed")),
+                };
+                let url = format!(
+                    "{}{}",
+                    split_origin(&self.inner.audience).0,
+                    request.uri.path()
+                );
+                match checker.verify(proof, request.method.as_str(), &url, token) {
+                    Ok(jkt) => Some(jkt),
+                    Err(reason) => {
+                        tracing::debug!(reason, token = %fingerprint(token), "DPoP proof refused");
+                        return Err(self.dpop_refusal(reason));
+                    }
+                }
+            }
+            _ => None,
+        };
+        let checked = self
+            .check(token)
+            .await
+            .and_then(|(info, bound)| match (bound, &proof_key) {
+                (None, None) => Ok(info),
+                (Some(b), Some(k)) if &b == k => Ok(info),
+                (None, Some(_)) => Err(Invalid::Unbound),
+                (Some(_), _) => Err(Invalid::Bound),
+            });
+        let info = match checked {
             Ok(info) => info,
             Err(e) => {
                 tracing::debug!(
@@ -410,6 +463,12 @@ impl Inner {
                 "resource_signing_alg_values_supported".into(),
                 Value::Array(algs),
             );
+            if self.config.dpop_window.is_some() {
+                m.insert(
+                    "dpop_signing_alg_values_supported".into(),
+                    json!(dpop_algs()),
+                );
+            }
         }
         doc
     }
@@ -428,6 +487,10 @@ impl Authenticator for ResourceServer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .0.description())]
 pub struct TokenError(Invalid);
+
+fn dpop_algs() -> Vec<&'static str> {
+    DPOP_ALGORITHMS.iter().map(|(n, _)| *n).collect()
+}
 
 /// `scheme://authority` and the path of a canonical URI.
 fn split_origin(uri: &str) -> (&str, &str) {

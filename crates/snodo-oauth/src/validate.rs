@@ -24,6 +24,10 @@ pub(crate) enum Invalid {
     TooLong,
     Inactive,
     Unverifiable,
+    /// A DPoP-bound token presented without its proof, or a proof by another key.
+    Bound,
+    /// A token presented with the DPoP scheme that is not DPoP-bound.
+    Unbound,
 }
 
 impl Invalid {
@@ -41,6 +45,8 @@ impl Invalid {
             Self::TooLong => "The access token is too long",
             Self::Inactive => "The access token is not active",
             Self::Unverifiable => "The access token cannot be verified",
+            Self::Bound => "The access token is bound to another key (DPoP)",
+            Self::Unbound => "The access token is not DPoP-bound",
         }
     }
 }
