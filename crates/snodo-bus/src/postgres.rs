@@ -16,7 +16,7 @@ use snodo::bus::{
     Address, Bus, BusError, BusState, Count, DEFAULT_BACKLOG, Event, InstanceId, Message,
     Subscription, check_count,
 };
-use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -29,7 +29,10 @@ const SPILL_ABOVE: usize = 7000;
 /// How often expired counters and old spilled messages are deleted.
 const SWEEP_EVERY: u32 = 60;
 
+/// One simple query, so one implicit transaction: the advisory lock lets one instance at
+/// a time in (concurrent `CREATE TABLE IF NOT EXISTS` can collide) until it commits.
 const SCHEMA: &str = "
+SELECT pg_advisory_xact_lock(7305061985);
 CREATE TABLE IF NOT EXISTS snodo_bus_counters (
     key TEXT PRIMARY KEY,
     value BIGINT NOT NULL,
@@ -122,16 +125,7 @@ impl PgBus {
                 .connect_with(connect),
         )
         .await?;
-        bounded(deadline * 5, "create the bus tables", async {
-            let mut tx = pool.begin().await?;
-            // One instance at a time: concurrent CREATE TABLE IF NOT EXISTS can collide.
-            sqlx::query("SELECT pg_advisory_xact_lock(7305061985)")
-                .execute(&mut *tx)
-                .await?;
-            sqlx::raw_sql(SCHEMA).execute(&mut *tx).await?;
-            tx.commit().await
-        })
-        .await?;
+        bounded(deadline * 5, "create the bus tables", create_tables(&pool)).await?;
         let hub = Arc::new(Hub::new("postgres", options.backlog));
         let channel = options.namespace.clone();
         let ping = format!(
@@ -171,16 +165,18 @@ impl PgBus {
         } else {
             "SELECT pg_notify($1, $2)"
         };
-        bounded(
-            self.deadline,
-            "NOTIFY",
-            sqlx::query(query)
-                .bind(&self.channel)
-                .bind(payload)
-                .execute(&self.pool),
-        )
-        .await
-        .map(|_| ())
+        let run = async {
+            let (pool, channel) = (&self.pool, self.channel.as_str());
+            match notify(pool, query, channel, &payload).await {
+                Err(e) if missing_table(&e) => {
+                    tracing::warn!("postgres bus: {e}; creating the bus tables again");
+                    create_tables(&self.pool).await?;
+                    notify(pool, query, channel, &payload).await
+                }
+                other => other,
+            }
+        };
+        bounded(self.deadline, "NOTIFY", run).await.map(|_| ())
     }
 
     async fn increment(&self, key: &str, by: u64, window: Duration) -> Result<Count, BusError> {
@@ -188,16 +184,17 @@ impl PgBus {
         let key = format!("{}:{key}", self.channel);
         let by = i64::try_from(by).unwrap_or(i64::MAX);
         let ms = window.as_secs_f64() * 1000.0;
-        let row = bounded(
-            self.deadline,
-            "count",
-            sqlx::query(COUNT)
-                .bind(key)
-                .bind(by)
-                .bind(ms)
-                .fetch_one(&self.pool),
-        )
-        .await?;
+        let run = async {
+            match count(&self.pool, &key, by, ms).await {
+                Err(e) if missing_table(&e) => {
+                    tracing::warn!("postgres bus: {e}; creating the bus tables again");
+                    create_tables(&self.pool).await?;
+                    count(&self.pool, &key, by, ms).await
+                }
+                other => other,
+            }
+        };
+        let row = bounded(self.deadline, "count", run).await?;
         let value: i64 = row
             .try_get(0)
             .map_err(|e| BusError::Unavailable(e.to_string()))?;
@@ -257,6 +254,32 @@ impl Bus for PgBus {
     fn state(&self) -> watch::Receiver<BusState> {
         self.hub.state.subscribe()
     }
+}
+
+/// Creates the bus's tables if missing.
+async fn create_tables(pool: &PgPool) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(SCHEMA).execute(pool).await.map(|_| ())
+}
+
+async fn notify(
+    pool: &PgPool,
+    query: &'static str,
+    channel: &str,
+    payload: &str,
+) -> Result<(), sqlx::Error> {
+    let q = sqlx::query(query).bind(channel).bind(payload);
+    q.execute(pool).await.map(|_| ())
+}
+
+async fn count(pool: &PgPool, key: &str, by: i64, ms: f64) -> Result<PgRow, sqlx::Error> {
+    let q = sqlx::query(COUNT).bind(key).bind(by).bind(ms);
+    q.fetch_one(pool).await
+}
+
+/// Whether `e` says a table is missing (`42P01`: dropped, or the database restored
+/// without it); the caller creates the tables and runs its statement once more.
+fn missing_table(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("42P01"))
 }
 
 async fn listen(

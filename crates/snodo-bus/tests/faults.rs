@@ -188,3 +188,132 @@ async fn redis_server_killed_and_restarted() {
         let _ = child.kill().await;
     }
 }
+
+/// A PostgreSQL cluster of this test's own (`scale/postgres.sh start`), stopped by
+/// `scale/postgres.sh stop` when dropped.
+struct OwnPg {
+    dir: std::path::PathBuf,
+    script: std::path::PathBuf,
+}
+
+impl OwnPg {
+    fn start() -> (Self, String) {
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scale/postgres.sh");
+        let dir = std::env::temp_dir().join(format!(
+            "snodo-bus-pgkill-{}",
+            snodo::bus::InstanceId::random()
+        ));
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .arg(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("run scale/postgres.sh: {e}"));
+        let own = Self { dir, script };
+        assert!(
+            out.status.success(),
+            "scale/postgres.sh start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = std::fs::read_to_string(own.dir.join("url"))
+            .unwrap_or_else(|e| panic!("the cluster's URL: {e}"));
+        (own, url.trim().to_owned())
+    }
+
+    fn pid(&self) -> String {
+        std::fs::read_to_string(self.dir.join("pid"))
+            .unwrap_or_else(|e| panic!("the postmaster's pid: {e}"))
+            .trim()
+            .to_owned()
+    }
+
+    /// SIGQUIT: an immediate shutdown, every connection dropped, no checkpoint (the
+    /// restart recovers as after a crash).
+    fn kill(&self) {
+        let pid = self.pid();
+        let status = std::process::Command::new("kill")
+            .args(["-QUIT", &pid])
+            .status()
+            .unwrap_or_else(|e| panic!("kill: {e}"));
+        assert!(status.success(), "kill -QUIT {pid}");
+    }
+
+    /// The same cluster started again on the same port, once it accepts connections.
+    async fn restart(&self, port: u16) {
+        let pid = self.pid();
+        for _ in 0..400 {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .unwrap_or_else(|e| panic!("/usr/lib/postgresql: {e}"))
+            .filter_map(Result::ok)
+            .map(|d| d.path().join("bin/postgres"))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("no postgres binary under /usr/lib/postgresql"));
+        let data = self.dir.join("data");
+        let mut cmd = std::process::Command::new("setsid");
+        // As in scale/postgres.sh: as root, the server runs as `postgres`.
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        if root {
+            cmd = std::process::Command::new("runuser");
+            cmd.args(["-u", "postgres", "--", "setsid"]);
+        }
+        let mut child = cmd
+            .arg(&bin)
+            .arg("-D")
+            .arg(&data)
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
+            .arg(&self.dir)
+            .args(["-c", "fsync=off"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("restart postgres: {e}"));
+        // Reaped when `scale/postgres.sh stop` stops it.
+        std::thread::spawn(move || child.wait());
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        for _ in 0..400 {
+            if let Ok(text) = std::fs::read_to_string(data.join("postmaster.pid")) {
+                if let Some(new) = text.lines().next().filter(|p| *p != pid) {
+                    let _ = std::fs::write(self.dir.join("pid"), new);
+                    if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("postgres did not come back on {addr}");
+    }
+}
+
+impl Drop for OwnPg {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(&self.script)
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_server_killed_and_restarted() {
+    // The shared server's presence says PostgreSQL is installed; this test runs its own.
+    if support::url("SNODO_TEST_PG_URL").is_none() {
+        return;
+    }
+    let (own, url) = OwnPg::start();
+    let port = support::host_port(&url).port();
+    let bus = pg(&url).await;
+    let o = outage(bus, DEADLINE, || own.kill(), || own.restart(port)).await;
+    report("postgres, server killed (SIGQUIT) and restarted", &o);
+}
