@@ -246,7 +246,8 @@ where
         .await
         .unwrap_or_else(|e| panic!("the state watcher: {e}"));
     let start = Instant::now();
-    let messages_during = faulty.messages(&InstanceId::random()).await;
+    let late = InstanceId::random();
+    let messages_during = faulty.messages(&late).await;
     assert!(
         messages_during.is_ok(),
         "subscribing while down: {messages_during:?}"
@@ -294,6 +295,23 @@ where
         .unwrap_or_else(|e| panic!("send after the outage: {e}"));
     loop {
         match next(&mut inbox, "a message after").await {
+            Received::Item(m) if m == message => break,
+            _ => {}
+        }
+    }
+    // The mailbox opened while the server was away is subscribed by the reconnection.
+    let mut late_inbox = messages_during.unwrap_or_else(|e| panic!("messages while down: {e}"));
+    faulty
+        .send(Address::Instance(late), message.clone())
+        .await
+        .unwrap_or_else(|e| panic!("send to the late mailbox: {e}"));
+    loop {
+        match next(
+            &mut late_inbox,
+            "a message to the mailbox opened while down",
+        )
+        .await
+        {
             Received::Item(m) if m == message => break,
             _ => {}
         }
