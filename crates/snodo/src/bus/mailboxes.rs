@@ -12,16 +12,16 @@ use super::types::{Address, InstanceId, Message};
 /// ```
 /// use snodo::bus::{Address, InstanceId, Mailboxes, Message, Received};
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), snodo::bus::BusError> {
 /// let boxes = Mailboxes::new(16);
-/// let me = InstanceId::new("a").unwrap();
+/// let me = InstanceId::new("a")?;
 /// let mut inbox = boxes.subscribe(&me);
 /// let cancel = Message::Cancel { request: "1".into(), reason: None };
-/// boxes.deliver(&Address::Instance(InstanceId::new("b").unwrap()), &cancel);
+/// boxes.deliver(&Address::Instance(InstanceId::new("b")?), &cancel);
 /// boxes.deliver(&Address::Every, &cancel);
 /// assert_eq!(inbox.recv().await, Some(Received::Item(cancel)));
 /// assert_eq!(inbox.try_recv(), None);
-/// # }
+/// # Ok(()) }
 /// ```
 #[derive(Debug)]
 pub struct Mailboxes {

@@ -21,10 +21,11 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 /// ```
 /// use snodo::bus::InstanceId;
 ///
-/// let id = InstanceId::new("web-1").unwrap();
+/// let id = InstanceId::new("web-1")?;
 /// assert_eq!(id.as_str(), "web-1");
 /// assert!(InstanceId::new("no spaces").is_err());
 /// assert_ne!(InstanceId::random(), InstanceId::random());
+/// # Ok::<(), snodo::bus::BusError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstanceId(Arc<str>);
