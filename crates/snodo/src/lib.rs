@@ -62,6 +62,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apps;
+pub mod bus;
 mod engine;
 pub mod http;
 #[cfg(feature = "metrics")]

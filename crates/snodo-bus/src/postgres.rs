@@ -1,0 +1,393 @@
+//! [`PgBus`]: the bus on PostgreSQL. Events and messages are `NOTIFY`s on one channel
+//! (the namespace), which every instance `LISTEN`s to on one connection; a message
+//! larger than a NOTIFY can carry (8000 bytes) is stored in `snodo_bus_spill` and its row
+//! id sent instead. Counters are rows of `snodo_bus_counters`, one atomic upsert each.
+//!
+//! A heartbeat `NOTIFY`s a channel of this handle's own every
+//! [`heartbeat`](PgBusOptions::heartbeat); three intervals without any notification and
+//! the listening connection is declared dead, dropped and opened again.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, FutureExt};
+use snodo::bus::{
+    Address, Bus, BusError, BusState, Count, DEFAULT_BACKLOG, Event, InstanceId, Message,
+    Subscription, check_count,
+};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions, PgRow};
+use sqlx::{PgPool, Row};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::hub::Hub;
+use crate::{DEFAULT_DEADLINE, DEFAULT_HEARTBEAT, bounded, check_namespace, wire};
+
+/// Payloads above this many bytes go through the spill table (NOTIFY's limit is 8000).
+const SPILL_ABOVE: usize = 7000;
+/// How often expired counters and old spilled messages are deleted.
+const SWEEP_EVERY: u32 = 60;
+
+/// One simple query, so one implicit transaction: the advisory lock lets one instance at
+/// a time in (concurrent `CREATE TABLE IF NOT EXISTS` can collide) until it commits.
+const SCHEMA: &str = "
+SELECT pg_advisory_xact_lock(7305061985);
+CREATE TABLE IF NOT EXISTS snodo_bus_counters (
+    key TEXT PRIMARY KEY,
+    value BIGINT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snodo_bus_spill (
+    id BIGSERIAL PRIMARY KEY,
+    body TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)";
+
+const COUNT: &str = "
+INSERT INTO snodo_bus_counters AS c (key, value, expires_at)
+VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3::float8 / 1000.0))
+ON CONFLICT (key) DO UPDATE SET
+    value = CASE WHEN c.expires_at <= clock_timestamp() THEN EXCLUDED.value
+                 ELSE c.value + EXCLUDED.value END,
+    expires_at = CASE WHEN c.expires_at <= clock_timestamp() THEN EXCLUDED.expires_at
+                      ELSE c.expires_at END
+RETURNING value,
+    GREATEST(1, CEIL(EXTRACT(EPOCH FROM (expires_at - clock_timestamp())) * 1000))::BIGINT";
+
+const SPILL: &str = "
+WITH s AS (INSERT INTO snodo_bus_spill (body) VALUES ($2) RETURNING id)
+SELECT pg_notify($1, 's' || s.id::text) FROM s";
+
+/// How [`PgBus::connect`] connects.
+#[derive(Debug, Clone)]
+pub struct PgBusOptions {
+    /// The NOTIFY channel and the counters' key prefix: deployments (or tests) sharing a
+    /// database keep apart by it. 1 to 32 of `a-z`, `0-9`, `_`. Default `snodo_bus`.
+    pub namespace: String,
+    /// The longest any operation waits (connection included). Default 2 s.
+    pub deadline: Duration,
+    /// The heartbeat interval; a listening connection silent for three is dropped and
+    /// opened again. Default 1 s.
+    pub heartbeat: Duration,
+    /// How many items a slow subscriber may fall behind. Default
+    /// [`DEFAULT_BACKLOG`].
+    pub backlog: usize,
+    /// Pool size (the listener holds one of them). Default 4.
+    pub max_connections: u32,
+    /// The connections' `application_name`. Default `snodo-bus`.
+    pub application_name: String,
+}
+
+impl Default for PgBusOptions {
+    fn default() -> Self {
+        Self {
+            namespace: "snodo_bus".to_owned(),
+            deadline: DEFAULT_DEADLINE,
+            heartbeat: DEFAULT_HEARTBEAT,
+            backlog: DEFAULT_BACKLOG,
+            max_connections: 4,
+            application_name: "snodo-bus".to_owned(),
+        }
+    }
+}
+
+/// The bus on PostgreSQL (LISTEN/NOTIFY and a counters table).
+#[derive(Debug)]
+pub struct PgBus {
+    pool: PgPool,
+    hub: Arc<Hub>,
+    channel: String,
+    ping: String,
+    deadline: Duration,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl PgBus {
+    /// Connects to `url` (`postgres://user@host:port/db`), creates the bus's two tables
+    /// if missing, and starts listening.
+    ///
+    /// # Errors
+    /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or
+    /// [`BusError::Timeout`] when the server cannot be reached within the deadline.
+    pub async fn connect(url: &str, options: PgBusOptions) -> Result<Self, BusError> {
+        check_namespace(&options.namespace)?;
+        let deadline = options.deadline;
+        let connect = PgConnectOptions::from_str(url)
+            .map_err(|e| BusError::Invalid(format!("bad URL: {e}")))?
+            .application_name(&options.application_name);
+        let pool = bounded(
+            deadline,
+            "connect",
+            PgPoolOptions::new()
+                .max_connections(options.max_connections.max(2))
+                .acquire_timeout(deadline)
+                .connect_with(connect),
+        )
+        .await?;
+        bounded(deadline * 5, "create the bus tables", create_tables(&pool)).await?;
+        let hub = Arc::new(Hub::new("postgres", options.backlog));
+        let channel = options.namespace.clone();
+        let ping = format!(
+            "{}_ping_{}",
+            options.namespace,
+            &InstanceId::random().as_str()[..16]
+        );
+        let first = listen(&pool, &[&channel, &ping], deadline).await?;
+        let liveness = options.heartbeat * 3;
+        let receive = tokio::spawn(receive(
+            pool.clone(),
+            Arc::clone(&hub),
+            [channel.clone(), ping.clone()],
+            first,
+            liveness,
+            deadline,
+        ));
+        let beat = tokio::spawn(heartbeat(
+            pool.clone(),
+            ping.clone(),
+            options.heartbeat,
+            deadline,
+        ));
+        Ok(Self {
+            pool,
+            hub,
+            channel,
+            ping,
+            deadline,
+            tasks: vec![receive, beat],
+        })
+    }
+
+    async fn notify(&self, payload: String) -> Result<(), BusError> {
+        let query = if payload.len() > SPILL_ABOVE {
+            SPILL
+        } else {
+            "SELECT pg_notify($1, $2)"
+        };
+        let run = async {
+            let (pool, channel) = (&self.pool, self.channel.as_str());
+            match notify(pool, query, channel, &payload).await {
+                Err(e) if missing_table(&e) => {
+                    tracing::warn!("postgres bus: {e}; creating the bus tables again");
+                    create_tables(&self.pool).await?;
+                    notify(pool, query, channel, &payload).await
+                }
+                other => other,
+            }
+        };
+        bounded(self.deadline, "NOTIFY", run).await.map(|_| ())
+    }
+
+    async fn increment(&self, key: &str, by: u64, window: Duration) -> Result<Count, BusError> {
+        check_count(key, window)?;
+        let key = format!("{}:{key}", self.channel);
+        let by = i64::try_from(by).unwrap_or(i64::MAX);
+        let ms = window.as_secs_f64() * 1000.0;
+        let run = async {
+            match count(&self.pool, &key, by, ms).await {
+                Err(e) if missing_table(&e) => {
+                    tracing::warn!("postgres bus: {e}; creating the bus tables again");
+                    create_tables(&self.pool).await?;
+                    count(&self.pool, &key, by, ms).await
+                }
+                other => other,
+            }
+        };
+        let row = bounded(self.deadline, "count", run).await?;
+        let value: i64 = row
+            .try_get(0)
+            .map_err(|e| BusError::Unavailable(e.to_string()))?;
+        let left: i64 = row
+            .try_get(1)
+            .map_err(|e| BusError::Unavailable(e.to_string()))?;
+        Ok(Count {
+            value: u64::try_from(value).unwrap_or(0),
+            resets_in: Duration::from_millis(u64::try_from(left).unwrap_or(1)).min(window),
+        })
+    }
+
+    /// This handle's heartbeat channel (for tests and `pg_stat_activity` readers).
+    #[must_use]
+    pub fn heartbeat_channel(&self) -> &str {
+        &self.ping
+    }
+}
+
+impl Drop for PgBus {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(JoinHandle::abort);
+    }
+}
+
+impl Bus for PgBus {
+    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
+        self.notify(wire::event(&event)).boxed()
+    }
+
+    fn events(&self) -> Subscription<Event> {
+        self.hub.events.subscribe()
+    }
+
+    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
+        async move { self.notify(wire::message(&to, &message)?).await }.boxed()
+    }
+
+    fn messages<'a>(
+        &'a self,
+        me: &'a InstanceId,
+    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
+        // One channel for everything: subscribing is local.
+        let sub = self.hub.mailboxes.subscribe(me);
+        async move { Ok(sub) }.boxed()
+    }
+
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        by: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Count, BusError>> {
+        self.increment(key, by, window).boxed()
+    }
+
+    fn state(&self) -> watch::Receiver<BusState> {
+        self.hub.state.subscribe()
+    }
+}
+
+/// Creates the bus's tables if missing.
+async fn create_tables(pool: &PgPool) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(SCHEMA).execute(pool).await.map(|_| ())
+}
+
+async fn notify(
+    pool: &PgPool,
+    query: &'static str,
+    channel: &str,
+    payload: &str,
+) -> Result<(), sqlx::Error> {
+    let q = sqlx::query(query).bind(channel).bind(payload);
+    q.execute(pool).await.map(|_| ())
+}
+
+async fn count(pool: &PgPool, key: &str, by: i64, ms: f64) -> Result<PgRow, sqlx::Error> {
+    let q = sqlx::query(COUNT).bind(key).bind(by).bind(ms);
+    q.fetch_one(pool).await
+}
+
+/// Whether `e` says a table is missing (`42P01`: dropped, or the database restored
+/// without it); the caller creates the tables and runs its statement once more.
+fn missing_table(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("42P01"))
+}
+
+async fn listen(
+    pool: &PgPool,
+    channels: &[&str],
+    deadline: Duration,
+) -> Result<PgListener, BusError> {
+    bounded(deadline, "LISTEN", async {
+        let mut listener = PgListener::connect_with(pool).await?;
+        // A lost connection is reported at once (Ok(None)); this task reconnects.
+        listener.eager_reconnect(false);
+        listener.listen_all(channels.iter().copied()).await?;
+        Ok::<_, sqlx::Error>(listener)
+    })
+    .await
+}
+
+/// Forwards notifications to the hub; on a lost or silent connection, goes down,
+/// reconnects (every `deadline`) and resyncs. Runs until the bus is dropped.
+async fn receive(
+    pool: PgPool,
+    hub: Arc<Hub>,
+    channels: [String; 2],
+    first: PgListener,
+    liveness: Duration,
+    deadline: Duration,
+) {
+    let names = [channels[0].as_str(), channels[1].as_str()];
+    let mut current = Some(first);
+    let mut outage = false;
+    loop {
+        let mut listener = match current.take() {
+            Some(l) => l,
+            None => match listen(&pool, &names, deadline).await {
+                Ok(l) => l,
+                Err(e) => {
+                    hub.down(&e.to_string());
+                    tokio::time::sleep(deadline).await;
+                    continue;
+                }
+            },
+        };
+        hub.up(outage);
+        let why = loop {
+            match tokio::time::timeout(liveness, listener.try_recv()).await {
+                Ok(Ok(Some(n))) => on_notification(&pool, &hub, names[1], n, deadline).await,
+                Ok(Ok(None)) => break "connection lost".to_owned(),
+                Ok(Err(e)) => break e.to_string(),
+                Err(_) => break format!("no heartbeat for {liveness:?}"),
+            }
+        };
+        drop(listener);
+        hub.down(&why);
+        outage = true;
+    }
+}
+
+async fn on_notification(
+    pool: &PgPool,
+    hub: &Hub,
+    ping: &str,
+    n: PgNotification,
+    deadline: Duration,
+) {
+    if n.channel() == ping {
+        return;
+    }
+    let payload = n.payload();
+    let Some(id) = payload.strip_prefix('s') else {
+        hub.deliver(payload);
+        return;
+    };
+    let Ok(id) = id.parse::<i64>() else { return };
+    let body = bounded(
+        deadline,
+        "read a spilled message",
+        sqlx::query_scalar::<_, String>("SELECT body FROM snodo_bus_spill WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool),
+    )
+    .await;
+    match body {
+        Ok(Some(body)) => hub.deliver(&body),
+        Ok(None) => tracing::warn!("postgres bus: spilled message {id} is gone"),
+        Err(e) => tracing::warn!("postgres bus: spilled message {id}: {e}"),
+    }
+}
+
+/// NOTIFYs this handle's ping channel every `every`; now and then deletes expired
+/// counters and old spilled messages. Errors are the receiver's to notice.
+async fn heartbeat(pool: PgPool, ping: String, every: Duration, deadline: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut beats = 0u32;
+    loop {
+        ticker.tick().await;
+        let notify = sqlx::query("SELECT pg_notify($1, '')")
+            .bind(&ping)
+            .execute(&pool);
+        let _ = bounded(deadline, "heartbeat", notify).await;
+        beats = beats.wrapping_add(1);
+        if beats % SWEEP_EVERY == 0 {
+            let sweep = sqlx::raw_sql(
+                "DELETE FROM snodo_bus_counters WHERE expires_at < now() - interval '1 minute';
+                 DELETE FROM snodo_bus_spill WHERE created_at < now() - interval '5 minutes'",
+            )
+            .execute(&pool);
+            let _ = bounded(deadline, "sweep", sweep).await;
+        }
+    }
+}

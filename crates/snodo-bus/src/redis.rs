@@ -1,0 +1,319 @@
+//! [`RedisBus`]: the bus on Redis. Events go to the channel `NS:events`, messages to
+//! `NS:to:ID` (one channel per instance) or `NS:every`; one pub/sub connection per
+//! handle subscribes to the events, to every instance's channel and to those of the
+//! instances subscribed here. Counters are keys `NS:count:KEY`, incremented and given
+//! their expiry by one Lua script (atomic on the server).
+//!
+//! The pub/sub connection is PINGed every [`heartbeat`](RedisBusOptions::heartbeat); a
+//! PING unanswered within the deadline, or the connection closing, and it is dropped and
+//! opened again. Commands go through a reconnecting connection manager.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::future::{BoxFuture, FutureExt};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSubSink, PubSubStream};
+use redis::{Client, Script};
+use snodo::bus::{
+    Address, Bus, BusError, BusState, Count, DEFAULT_BACKLOG, Event, InstanceId, Message,
+    Subscription, check_count,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::hub::Hub;
+use crate::{DEFAULT_DEADLINE, DEFAULT_HEARTBEAT, bounded, check_namespace, wire};
+
+/// INCRBY, then the window's expiry if the key has none (it was just created).
+const COUNT: &str = r"
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+local t = redis.call('PTTL', KEYS[1])
+if t < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    t = tonumber(ARGV[2])
+end
+return {n, t}";
+
+/// How [`RedisBus::connect`] connects.
+#[derive(Debug, Clone)]
+pub struct RedisBusOptions {
+    /// The channels' and keys' prefix: deployments (or tests) sharing a server keep
+    /// apart by it. 1 to 32 of `a-z`, `0-9`, `_`. Default `snodo_bus`.
+    pub namespace: String,
+    /// The longest any operation waits (connection included). Default 2 s.
+    pub deadline: Duration,
+    /// The pub/sub connection's PING interval. Default 1 s.
+    pub heartbeat: Duration,
+    /// How many items a slow subscriber may fall behind. Default
+    /// [`DEFAULT_BACKLOG`].
+    pub backlog: usize,
+}
+
+impl Default for RedisBusOptions {
+    fn default() -> Self {
+        Self {
+            namespace: "snodo_bus".to_owned(),
+            deadline: DEFAULT_DEADLINE,
+            heartbeat: DEFAULT_HEARTBEAT,
+            backlog: DEFAULT_BACKLOG,
+        }
+    }
+}
+
+/// The bus on Redis (pub/sub and counters with expiry).
+#[derive(Debug)]
+pub struct RedisBus {
+    commands: ConnectionManager,
+    shared: Arc<Shared>,
+    script: Script,
+    task: JoinHandle<()>,
+}
+
+struct Shared {
+    hub: Hub,
+    namespace: String,
+    deadline: Duration,
+    /// The live pub/sub connection's sending half, to subscribe a new instance's channel.
+    sink: Mutex<Option<PubSubSink>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("hub", &self.hub)
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn events(&self) -> String {
+        format!("{}:events", self.namespace)
+    }
+
+    fn to(&self, to: &Address) -> String {
+        match to {
+            Address::Every => format!("{}:every", self.namespace),
+            Address::Instance(id) => format!("{}:to:{id}", self.namespace),
+        }
+    }
+
+    fn sink(&self) -> Option<PubSubSink> {
+        self.sink
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_sink(&self, sink: Option<PubSubSink>) {
+        *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = sink;
+    }
+}
+
+impl RedisBus {
+    /// Connects to `url` (`redis://host:port[/db]`): one connection for commands, one
+    /// for pub/sub.
+    ///
+    /// # Errors
+    /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or
+    /// [`BusError::Timeout`] when the server cannot be reached within the deadline.
+    pub async fn connect(url: &str, options: RedisBusOptions) -> Result<Self, BusError> {
+        check_namespace(&options.namespace)?;
+        let deadline = options.deadline;
+        let client = Client::open(url).map_err(|e| BusError::Invalid(format!("bad URL: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(deadline))
+            .set_response_timeout(Some(deadline))
+            .set_number_of_retries(2)
+            .set_max_delay(deadline);
+        let commands = bounded(
+            deadline,
+            "connect",
+            ConnectionManager::new_with_config(client.clone(), config),
+        )
+        .await?;
+        let shared = Arc::new(Shared {
+            hub: Hub::new("redis", options.backlog),
+            namespace: options.namespace,
+            deadline,
+            sink: Mutex::new(None),
+        });
+        let first = subscribe(&client, &shared).await?;
+        let task = tokio::spawn(receive(
+            client,
+            Arc::clone(&shared),
+            first,
+            options.heartbeat,
+        ));
+        Ok(Self {
+            commands,
+            shared,
+            script: Script::new(COUNT),
+            task,
+        })
+    }
+
+    async fn publish_to(&self, channel: String, payload: String) -> Result<(), BusError> {
+        let mut conn = self.commands.clone();
+        bounded(self.shared.deadline, "PUBLISH", async move {
+            redis::cmd("PUBLISH")
+                .arg(channel)
+                .arg(payload)
+                .query_async::<i64>(&mut conn)
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn increment(&self, key: &str, by: u64, window: Duration) -> Result<Count, BusError> {
+        check_count(key, window)?;
+        let key = format!("{}:count:{key}", self.shared.namespace);
+        let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        let by = i64::try_from(by).unwrap_or(i64::MAX);
+        let mut conn = self.commands.clone();
+        let (value, left): (i64, i64) = bounded(self.shared.deadline, "count", async {
+            self.script
+                .key(key)
+                .arg(by)
+                .arg(ms)
+                .invoke_async(&mut conn)
+                .await
+        })
+        .await?;
+        Ok(Count {
+            value: u64::try_from(value).unwrap_or(0),
+            resets_in: Duration::from_millis(u64::try_from(left).unwrap_or(1).max(1)).min(window),
+        })
+    }
+}
+
+impl Drop for RedisBus {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Bus for RedisBus {
+    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
+        self.publish_to(self.shared.events(), wire::event(&event))
+            .boxed()
+    }
+
+    fn events(&self) -> Subscription<Event> {
+        self.shared.hub.events.subscribe()
+    }
+
+    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
+        async move {
+            let payload = wire::message(&to, &message)?;
+            self.publish_to(self.shared.to(&to), payload).await
+        }
+        .boxed()
+    }
+
+    fn messages<'a>(
+        &'a self,
+        me: &'a InstanceId,
+    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
+        async move {
+            // The mailbox first: a reconnection from now on subscribes its channel too.
+            let sub = self.shared.hub.mailboxes.subscribe(me);
+            if let Some(mut sink) = self.shared.sink() {
+                let channel = self.shared.to(&Address::Instance(me.clone()));
+                let subscribed =
+                    bounded(self.shared.deadline, "SUBSCRIBE", sink.subscribe(channel));
+                if let Err(e) = subscribed.await {
+                    // The connection is failing: the receiver reconnects and subscribes.
+                    tracing::debug!("redis bus: SUBSCRIBE for {me}: {e}");
+                }
+            }
+            Ok(sub)
+        }
+        .boxed()
+    }
+
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        by: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Count, BusError>> {
+        self.increment(key, by, window).boxed()
+    }
+
+    fn state(&self) -> watch::Receiver<BusState> {
+        self.shared.hub.state.subscribe()
+    }
+}
+
+/// A pub/sub connection subscribed to the events, to every instance, and to each
+/// instance with a mailbox here; its sink is published for [`RedisBus::messages`].
+async fn subscribe(client: &Client, shared: &Shared) -> Result<PubSubStream, BusError> {
+    let deadline = shared.deadline;
+    let (mut sink, stream) = bounded(deadline, "pub/sub connect", client.get_async_pubsub())
+        .await?
+        .split();
+    // The sink first, then the instances: a mailbox added meanwhile is subscribed by
+    // one or the other (twice is harmless).
+    shared.set_sink(Some(sink.clone()));
+    let mut channels = vec![shared.events(), shared.to(&Address::Every)];
+    channels.extend(
+        shared
+            .hub
+            .mailboxes
+            .instances()
+            .into_iter()
+            .map(|id| shared.to(&Address::Instance(id))),
+    );
+    bounded(deadline, "SUBSCRIBE", sink.subscribe(channels)).await?;
+    Ok(stream)
+}
+
+/// Forwards messages to the hub and PINGs every `heartbeat`; on a closed or silent
+/// connection, goes down, reconnects (every deadline) and resyncs. Runs until the bus
+/// is dropped.
+async fn receive(client: Client, shared: Arc<Shared>, first: PubSubStream, heartbeat: Duration) {
+    let mut current = Some(first);
+    let mut outage = false;
+    loop {
+        let mut stream = match current.take() {
+            Some(s) => s,
+            None => match subscribe(&client, &shared).await {
+                Ok(s) => s,
+                Err(e) => {
+                    shared.set_sink(None);
+                    shared.hub.down(&e.to_string());
+                    tokio::time::sleep(shared.deadline).await;
+                    continue;
+                }
+            },
+        };
+        shared.hub.up(outage);
+        let mut ticker = tokio::time::interval(heartbeat);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let why = loop {
+            tokio::select! {
+                msg = stream.next() => match msg {
+                    Some(msg) => match std::str::from_utf8(msg.get_payload_bytes()) {
+                        Ok(payload) => shared.hub.deliver(payload),
+                        Err(_) => tracing::debug!("redis bus: a payload not in UTF-8"),
+                    },
+                    None => break "connection closed".to_owned(),
+                },
+                _ = ticker.tick() => {
+                    let Some(mut sink) = shared.sink() else { break "no sink".to_owned() };
+                    let ping = bounded(shared.deadline, "PING", sink.ping::<redis::Value>());
+                    if let Err(e) = ping.await {
+                        break e.to_string();
+                    }
+                }
+            }
+        };
+        shared.set_sink(None);
+        drop(stream);
+        shared.hub.down(&why);
+        outage = true;
+    }
+}
