@@ -12,10 +12,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-/// The URL in `var`, or `None` (the test then prints that it skipped; CI sets both).
+/// The URL in `var`, or `None` (the test then prints that it skipped). CI starts both
+/// servers (`.ci/run`), so under `CI` a missing URL fails the test instead of skipping it.
 pub fn url(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is unset under CI: .ci/run starts the server and exports it")
+        }
         _ => {
             println!("skipped: {var} unset");
             None
