@@ -17,7 +17,6 @@ mod gate;
 mod inflight;
 mod listen;
 pub(crate) mod observe;
-pub(crate) mod summary;
 pub(crate) mod trace;
 
 use std::sync::Arc;
@@ -29,15 +28,13 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
-#[cfg(feature = "metrics")]
-pub(crate) use gate::GateWatch;
 pub(crate) use inflight::{InFlight, Registration};
 pub(crate) use listen::{ListenStep, Subscription};
 
+use crate::caller::Principal;
 use crate::protocol::RequestId;
 use crate::protocol::params::SplitParams;
 use crate::runtime::Runtime;
-use crate::runtime::context::Principal;
 use gate::Gate;
 use observe::Observe;
 

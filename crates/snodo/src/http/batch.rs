@@ -25,9 +25,9 @@ use super::headers::RequestHeaders;
 use super::response;
 use super::select;
 use super::service::{self, Shared};
+use crate::caller::Principal;
 use crate::protocol::jsonrpc::{Incoming, error_message};
 use crate::protocol::{ErrorCode, Method, RequestId, RpcError};
-use crate::runtime::context::Principal;
 
 /// Whether a body is a JSON array (a batch, or garbage that starts like one).
 pub(super) fn is_batch(body: &[u8]) -> bool {

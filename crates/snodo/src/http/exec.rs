@@ -20,13 +20,13 @@ use super::response;
 use super::service::Shared;
 use super::sse::{FRAMES_PER_EVENT, Gone, SseStream};
 use super::status;
+use crate::caller::Principal;
 use crate::engine::observe::Record;
-use crate::engine::trace::TraceContext;
 use crate::engine::{Ended, Execution, Failure, Held, Options, Starting, Step};
 use crate::protocol::jsonrpc::error_message;
+use crate::protocol::trace::TraceContext;
 use crate::protocol::{Dialect, RequestId};
 use crate::router::Call;
-use crate::runtime::context::Principal;
 
 /// Queue depth of a streamed response body.
 const STREAM_DEPTH: usize = 32;

@@ -152,16 +152,16 @@ pub(crate) fn sse_keepalive() -> Bytes {
 
 /// 400, 401 or 403 from the application's authenticator (or authorizer, with the id of
 /// the request it refused).
-pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<Body> {
+pub(crate) fn auth_rejected(rejection: &crate::caller::AuthRejection) -> Response<Body> {
     auth_rejected_for(None, rejection)
 }
 
 /// [`auth_rejected`], answering the request `id`.
 pub(crate) fn auth_rejected_for(
     id: Option<&RequestId>,
-    rejection: &super::auth::AuthRejection,
+    rejection: &crate::caller::AuthRejection,
 ) -> Response<Body> {
-    use super::auth::AuthRejection;
+    use crate::caller::AuthRejection;
     let (status, challenge, message) = match rejection {
         AuthRejection::Unauthorized { www_authenticate } => (
             StatusCode::UNAUTHORIZED,

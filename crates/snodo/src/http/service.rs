@@ -23,16 +23,16 @@ use super::listen;
 use super::response;
 use super::select::{self, Rejection};
 use crate::engine::observe::{Record, Transport};
-use crate::engine::trace::{TRACESTATE, TraceContext};
 use crate::engine::{self, Engine, Limits};
+use crate::protocol::trace::{TRACESTATE, TraceContext};
 use serde_json::value::RawValue;
 
+use crate::caller::Principal;
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::params::SplitParams;
 use crate::protocol::{Method, RequestId, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
-use crate::runtime::context::Principal;
 
 /// What every request of one endpoint shares: the transport-neutral engine and the
 /// HTTP settings.

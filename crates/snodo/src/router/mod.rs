@@ -12,7 +12,7 @@ mod rounds;
 mod skills;
 mod tasks;
 
-pub(crate) use result::{Envelopes, Member, ResultObject};
+pub(crate) use result::{Member, ResultObject};
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -219,7 +219,7 @@ impl Router<'_> {
         if !fields.contains_key("resultType") {
             result
                 .members
-                .push(self.runtime.envelopes().complete(method));
+                .push(result::complete(self.runtime.envelopes(), method));
         }
         match fields.get_mut("_meta") {
             // The handler set `_meta`: add the server info to it.
