@@ -3,19 +3,20 @@
 //! Sans-IO in the sense of quinn-proto and rustls: nothing here reads a socket or frames a
 //! message. An [`Engine`] is shared by every request of one endpoint (an HTTP service, a
 //! stdio connection): the runtime, the execution gate, the cancellation registry and the
-//! shutdown tokens. A transport admits a message ([`admit`]), then drives
+//! shutdown tokens. A transport admits a message ([`admission`]), then drives
 //!
 //! - an [`Execution`]: a request's notification messages, then its outcome;
 //! - a [`Subscription`]: a `subscriptions/listen` request's messages, then its end.
 //!
 //! and adds only its framing (JSON/SSE and statuses on HTTP; lines on stdio).
 
-pub(crate) mod admit;
+pub(crate) mod admission;
 mod exec;
 pub(crate) mod failure;
 mod gate;
 mod inflight;
 mod listen;
+pub(crate) mod negotiation;
 pub(crate) mod observe;
 pub(crate) mod trace;
 

@@ -22,10 +22,11 @@ use super::body::Body;
 use super::budget;
 use super::exec;
 use super::headers::RequestHeaders;
+use super::negotiation::{self, Headers};
 use super::response;
-use super::select;
 use super::service::{self, Shared};
 use crate::caller::Principal;
+use crate::engine::admission::{self, Admission};
 use crate::protocol::jsonrpc::{Incoming, error_message};
 use crate::protocol::{ErrorCode, Method, RequestId, RpcError};
 
@@ -42,7 +43,7 @@ pub(super) async fn answer(
     principal: Option<Principal>,
 ) -> Response<Body> {
     let runtime = &shared.engine.runtime;
-    if let Err(r) = select::admit_batch(runtime, headers) {
+    if let Err(r) = negotiation::admit_batch(runtime, headers) {
         // Not a revision with batches: refused as the single-message reader would.
         return match service::parse_body(body) {
             Err(single) => service::reject(single),
@@ -149,8 +150,10 @@ async fn member(
                 );
                 return Some((Some(id.clone()), error_message(Some(&id), &e)));
             }
-            match select::admit_request(runtime, headers, &id, &method, params) {
-                Ok(call) => {
+            match admission::admit(runtime, &mut Headers(headers), &id, &method, params) {
+                // A revision with batches serves no `subscriptions/listen`: executed, it
+                // is answered as the router answers a method it does not serve.
+                Ok(Admission::Execute(call) | Admission::Listen(call)) => {
                     let trace = service::trace_parent(headers);
                     let answer =
                         exec::execute_quiet(shared, id.clone(), call, principal, trace).await;
