@@ -15,7 +15,7 @@
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use http::{Response, StatusCode};
+use http::Response;
 use serde_json::value::RawValue;
 
 use super::body::Body;
@@ -25,6 +25,7 @@ use super::headers::RequestHeaders;
 use super::negotiation::{self, Headers};
 use super::response;
 use super::service::{self, Shared};
+use super::status;
 use crate::caller::Principal;
 use crate::engine::admission::{self, Admission};
 use crate::protocol::jsonrpc::{Incoming, error_message};
@@ -53,29 +54,20 @@ pub(super) async fn answer(
     let members: Vec<&RawValue> = match serde_json::from_slice(body) {
         Ok(members) => members,
         Err(e) if e.is_data() => {
-            return response::rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                &RpcError::new(ErrorCode::INVALID_REQUEST, "Invalid Request"),
-            );
+            return refused(&RpcError::new(
+                ErrorCode::INVALID_REQUEST,
+                "Invalid Request",
+            ));
         }
         Err(_) => {
-            return response::rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                &RpcError::new(ErrorCode::PARSE_ERROR, "Parse error"),
-            );
+            return refused(&RpcError::new(ErrorCode::PARSE_ERROR, "Parse error"));
         }
     };
     if members.is_empty() {
-        return response::rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            &RpcError::new(
-                ErrorCode::INVALID_REQUEST,
-                "Invalid Request: an empty batch",
-            ),
-        );
+        return refused(&RpcError::new(
+            ErrorCode::INVALID_REQUEST,
+            "Invalid Request: an empty batch",
+        ));
     }
     let max = shared.config.max_batch_answer_bytes;
     // (The futures made first: a closure inside the stream would make the whole future
@@ -120,6 +112,11 @@ pub(super) async fn answer(
         http::HeaderValue::from_static("application/json"),
     );
     r
+}
+
+/// A batch refused as a whole, before a dialect is chosen.
+fn refused(error: &RpcError) -> Response<Body> {
+    response::rpc_error(status::of_error(None, error), None, error)
 }
 
 /// Members executing at once.

@@ -162,23 +162,17 @@ pub(crate) fn auth_rejected_for(
     rejection: &crate::caller::AuthRejection,
 ) -> Response<Body> {
     use crate::caller::AuthRejection;
-    let (status, challenge, message) = match rejection {
-        AuthRejection::Unauthorized { www_authenticate } => (
-            StatusCode::UNAUTHORIZED,
-            Some(www_authenticate.as_str()),
-            "Unauthorized",
-        ),
+    let (challenge, message) = match rejection {
+        AuthRejection::Unauthorized { www_authenticate } => {
+            (Some(www_authenticate.as_str()), "Unauthorized")
+        }
         AuthRejection::BadRequest { www_authenticate } => (
-            StatusCode::BAD_REQUEST,
             Some(www_authenticate.as_str()),
             "Bad Request: malformed authorization",
         ),
-        AuthRejection::Forbidden { www_authenticate } => (
-            StatusCode::FORBIDDEN,
-            www_authenticate.as_deref(),
-            "Forbidden",
-        ),
+        AuthRejection::Forbidden { www_authenticate } => (www_authenticate.as_deref(), "Forbidden"),
     };
+    let status = super::status::of_rejection(rejection);
     let mut r = rpc_error(
         status,
         id,
