@@ -27,6 +27,7 @@ use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::catalogue::Catalogue;
 use crate::runtime::context::RequestContext;
+use crate::runtime::envelopes::ResultType;
 use crate::runtime::error::HandlerError;
 use crate::runtime::input::InputRequired;
 
@@ -216,7 +217,7 @@ impl Router<'_> {
             return result;
         };
         let fields = &mut result.fields;
-        if !fields.contains_key("resultType") {
+        if !fields.contains_key(ResultType::KEY) {
             result
                 .members
                 .push(result::complete(self.runtime.envelopes(), method));
