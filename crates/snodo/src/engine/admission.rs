@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use super::observe::Record;
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::meta::MetaParse;
 use crate::protocol::method_params::MethodParams;
@@ -96,8 +97,24 @@ impl Admission {
 }
 
 /// Admits a request: reads its parameters, lets `selector` choose its dialect, and reads
-/// its `_meta`. Refusals carry the request id.
+/// its `_meta`. Refusals carry the request id, and are told to the request's `record`.
 pub(crate) fn admit(
+    runtime: &Runtime,
+    selector: &mut impl Selector,
+    id: &RequestId,
+    (method_name, params): (&str, Option<SplitParams<'_>>),
+    record: Option<&mut Record>,
+) -> Result<Admission, Refused> {
+    let admitted = admit_call(runtime, selector, id, method_name, params);
+    if let (Err(refused), Some(r)) = (&admitted, record) {
+        // An admitted request's record learns its method from the call.
+        r.method_name(method_name);
+        r.error(&refused.error);
+    }
+    admitted
+}
+
+fn admit_call(
     runtime: &Runtime,
     selector: &mut impl Selector,
     id: &RequestId,

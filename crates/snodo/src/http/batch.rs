@@ -147,7 +147,7 @@ async fn member(
                 );
                 return Some((Some(id.clone()), error_message(Some(&id), &e)));
             }
-            match admission::admit(runtime, &mut Headers(headers), &id, &method, params) {
+            match admission::admit(runtime, &mut Headers(headers), &id, (&method, params), None) {
                 // A revision with batches serves no `subscriptions/listen`: executed, it
                 // is answered as the router answers a method it does not serve.
                 Ok(Admission::Execute(call) | Admission::Listen(call)) => {

@@ -282,16 +282,14 @@ impl McpService {
         let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
-                let admitted =
-                    admission::admit(runtime, &mut Headers(headers), &id, &method, params)
-                        .map_err(|refused| {
-                            // An admitted request's record learns its method from the call.
-                            if let Some(r) = record.as_mut() {
-                                r.method_name(&method);
-                                r.error(&refused.error);
-                            }
-                            reject(refused.into())
-                        })?;
+                let admitted = admission::admit(
+                    runtime,
+                    &mut Headers(headers),
+                    &id,
+                    (&method, params),
+                    record.as_mut(),
+                )
+                .map_err(|refused| reject(refused.into()))?;
                 match admitted {
                     Admission::Listen(call) => {
                         if let Some(r) = record.as_mut() {

@@ -376,16 +376,16 @@ impl Connection {
     ) {
         let runtime = &self.engine.runtime;
         let mut connection = Negotiated::new(self.negotiated);
-        let mut admitted = match admission::admit(runtime, &mut connection, &id, method, params) {
+        let admitted = admission::admit(
+            runtime,
+            &mut connection,
+            &id,
+            (method, params),
+            record.as_mut(),
+        );
+        let mut admitted = match admitted {
             Ok(a) => a,
-            Err(admission::Refused { error: e, .. }) => {
-                // An admitted request's record learns its method from the call.
-                if let Some(r) = record.as_mut() {
-                    r.method_name(method);
-                    r.error(&e);
-                }
-                return self.send(error_message(Some(&id), &e)).await;
-            }
+            Err(refused) => return self.send(error_message(Some(&id), &refused.error)).await,
         };
         let call = admitted.call_mut();
         if let Some(dialect) = connection.negotiating {
