@@ -1,9 +1,11 @@
 //! The transport-neutral execution layer that every transport drives.
 //!
-//! Sans-IO in the sense of quinn-proto and rustls: nothing here reads a socket or frames a
-//! message. An [`Engine`] is shared by every request of one endpoint (an HTTP service, a
-//! stdio connection): the runtime, the execution gate, the cancellation registry and the
-//! shutdown tokens. A transport admits a message ([`admission`]), then drives
+//! Nothing here reads a socket or frames a message, though executions do run on the
+//! runtime's tasks and timers. An [`Engine`] is shared by every request of one endpoint
+//! (an HTTP service, a stdio connection): the runtime, the execution gate, the
+//! cancellation registry and the shutdown tokens. A transport admits a message with its
+//! own dialect [`Selector`](admission::Selector) ([`admission`]), then drives what the
+//! [`Admission`](admission::Admission) says:
 //!
 //! - an [`Execution`]: a request's notification messages, then its outcome;
 //! - a [`Subscription`]: a `subscriptions/listen` request's messages, then its end.
