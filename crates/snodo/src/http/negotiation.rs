@@ -219,25 +219,35 @@ fn check_stateless(headers: &RequestHeaders<'_>, asked: &Asked<'_>) -> Result<()
     Ok(())
 }
 
+/// The dialect `MCP-Protocol-Version` names: `None` without the header, refused when it
+/// is malformed or names no enabled version.
+fn header_dialect(
+    runtime: &Runtime,
+    headers: &RequestHeaders<'_>,
+) -> Result<Option<&'static Dialect>, Rejection> {
+    let header = headers
+        .protocol_version
+        .single(&PROTOCOL_VERSION)
+        .map_err(Rejection::admission)?;
+    header
+        .map(|h| {
+            runtime.dialect(h).ok_or_else(|| {
+                Rejection::admission(RpcError::unsupported_version(
+                    runtime.supported_versions(),
+                    h,
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// The dialect of a JSON-RPC batch: the one the version header names, or the one a
 /// header-less request is taken to speak; it must be a revision with batches.
 pub(crate) fn admit_batch(
     runtime: &Runtime,
     headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = headers
-        .protocol_version
-        .single(&PROTOCOL_VERSION)
-        .map_err(Rejection::admission)?;
-    let dialect = match header {
-        None => runtime.headerless_dialect(),
-        Some(h) => Some(runtime.dialect(h).ok_or_else(|| {
-            Rejection::admission(RpcError::unsupported_version(
-                runtime.supported_versions(),
-                h,
-            ))
-        })?),
-    };
+    let dialect = header_dialect(runtime, headers)?.or_else(|| runtime.headerless_dialect());
     dialect.filter(|d| d.accepts_batches()).ok_or_else(|| {
         Rejection::admission(RpcError::new(
             ErrorCode::INVALID_REQUEST,
@@ -251,23 +261,20 @@ pub(crate) fn admit_notification(
     runtime: &Runtime,
     headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = headers
-        .protocol_version
-        .single(&PROTOCOL_VERSION)
-        .map_err(Rejection::admission)?;
-    match header {
-        // Header rules for notification POSTs are not defined in 2026-07-28; a client
-        // of the revision without the header (2025-03-26) sends none.
-        None => runtime.headerless_dialect().or_else(|| runtime.stateless_dialect()).ok_or_else(|| {
+    if let Some(dialect) = header_dialect(runtime, headers)? {
+        return Ok(dialect);
+    }
+    // Header rules for notification POSTs are not defined in 2026-07-28; a client of
+    // the revision without the header (2025-03-26) sends none.
+    runtime
+        .headerless_dialect()
+        .or_else(|| runtime.stateless_dialect())
+        .ok_or_else(|| {
             Rejection::admission(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Missing MCP-Protocol-Version header: it is required on every message after initialize",
             ))
-        }),
-        Some(h) => runtime
-            .dialect(h)
-            .ok_or_else(|| Rejection::admission(RpcError::unsupported_version(runtime.supported_versions(), h))),
-    }
+        })
 }
 
 /// A JSON-RPC response POSTed by the client: only initialize-era clients send those.
