@@ -63,11 +63,13 @@
 
 pub mod apps;
 pub mod bus;
+mod caller;
 mod engine;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod model;
+mod observation;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod protocol;
@@ -78,18 +80,20 @@ pub mod skills;
 pub mod stdio;
 pub mod tasks;
 
+pub use caller::Principal;
 pub use engine::observe::REQUEST_TARGET;
-pub use engine::summary::{FieldValue, RequestSummary};
-pub use engine::trace::{SPAN_TARGET, TraceContext};
+pub use engine::trace::SPAN_TARGET;
 pub use model::{
     Annotations, CacheHint, CacheScope, Content, Icon, PromptMessage, PromptResult,
     ResourceContents, Role, ServerInfo, ToolAnnotations, ToolResult,
 };
+pub use observation::{FieldValue, RequestSummary};
 pub use protocol::error::RpcError;
+pub use protocol::trace::TraceContext;
 pub use runtime::authz::{Authorizer, Component, Refusal};
 pub use runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
 pub use runtime::components::{Components, IntoResource};
-pub use runtime::context::{Principal, RequestContext};
+pub use runtime::context::RequestContext;
 pub use runtime::error::HandlerError;
 pub use runtime::handler::{Handler, State};
 pub use runtime::input::{InputRequest, InputRequired};

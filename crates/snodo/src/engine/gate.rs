@@ -4,10 +4,12 @@
 //! The gate is also where the `in flight` and `queued` gauges read from (a scrape asks
 //! the gate; a request pays nothing for them).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::observation::GateWatch;
 
 /// The execution gate of one server.
 #[derive(Debug)]
@@ -57,11 +59,7 @@ impl Gate {
     /// A view of this gate's occupancy that does not keep it alive.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn watch(&self) -> GateWatch {
-        GateWatch {
-            slots: Arc::downgrade(&self.slots),
-            capacity: self.capacity,
-            queued: Arc::downgrade(&self.queued),
-        }
+        GateWatch::new(&self.slots, self.capacity, &self.queued)
     }
 }
 
@@ -71,31 +69,6 @@ struct Unqueue<'a>(&'a AtomicUsize);
 impl Drop for Unqueue<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// How full a gate is, read from where it lives (see [`Gate::watch`]).
-#[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-pub(crate) struct GateWatch {
-    slots: Weak<Semaphore>,
-    capacity: usize,
-    queued: Weak<AtomicUsize>,
-}
-
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-impl GateWatch {
-    /// Requests executing and requests waiting now; `None` once the gate is gone.
-    pub(crate) fn read(&self) -> Option<(usize, usize)> {
-        let slots = self.slots.upgrade()?;
-        let queued = self.queued.upgrade()?;
-        let executing = self.capacity.saturating_sub(slots.available_permits());
-        Some((executing, queued.load(Ordering::Acquire)))
-    }
-
-    /// Whether the gate is gone.
-    pub(crate) fn is_gone(&self) -> bool {
-        self.slots.strong_count() == 0
     }
 }
 

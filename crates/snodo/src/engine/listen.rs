@@ -12,10 +12,10 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use super::Engine;
 use super::failure::Failure;
 use super::observe::Gauged;
+use crate::caller::Principal;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
 use crate::router::{Call, ResultObject, Router};
-use crate::runtime::context::Principal;
 use crate::runtime::events::Change;
 use crate::tasks::TaskWatch;
 
@@ -163,7 +163,7 @@ impl Subscription {
             )));
         }
         let slot = Slot(Arc::clone(engine), engine.observe.stream("listen"));
-        let parent = super::trace::TraceContext::from_meta(&call.meta);
+        let parent = crate::protocol::trace::TraceContext::from_meta(&call.meta);
         let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
         let tasks = TaskWatch::new(

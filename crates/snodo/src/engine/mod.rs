@@ -1,23 +1,25 @@
 //! The transport-neutral execution layer that every transport drives.
 //!
-//! Sans-IO in the sense of quinn-proto and rustls: nothing here reads a socket or frames a
-//! message. An [`Engine`] is shared by every request of one endpoint (an HTTP service, a
-//! stdio connection): the runtime, the execution gate, the cancellation registry and the
-//! shutdown tokens. A transport admits a message ([`admit`]), then drives
+//! Nothing here reads a socket or frames a message, though executions do run on the
+//! runtime's tasks and timers. An [`Engine`] is shared by every request of one endpoint
+//! (an HTTP service, a stdio connection): the runtime, the execution gate, the
+//! cancellation registry and the shutdown tokens. A transport admits a message with its
+//! own dialect [`Selector`](admission::Selector) ([`admission`]), then drives what the
+//! [`Admission`](admission::Admission) says:
 //!
 //! - an [`Execution`]: a request's notification messages, then its outcome;
 //! - a [`Subscription`]: a `subscriptions/listen` request's messages, then its end.
 //!
 //! and adds only its framing (JSON/SSE and statuses on HTTP; lines on stdio).
 
-pub(crate) mod admit;
+pub(crate) mod admission;
 mod exec;
 pub(crate) mod failure;
 mod gate;
 mod inflight;
 mod listen;
+pub(crate) mod negotiation;
 pub(crate) mod observe;
-pub(crate) mod summary;
 pub(crate) mod trace;
 
 use std::sync::Arc;
@@ -29,15 +31,13 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
-#[cfg(feature = "metrics")]
-pub(crate) use gate::GateWatch;
 pub(crate) use inflight::{InFlight, Registration};
 pub(crate) use listen::{ListenStep, Subscription};
 
+use crate::caller::Principal;
 use crate::protocol::RequestId;
 use crate::protocol::params::SplitParams;
 use crate::runtime::Runtime;
-use crate::runtime::context::Principal;
 use gate::Gate;
 use observe::Observe;
 

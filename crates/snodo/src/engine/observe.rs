@@ -13,65 +13,18 @@
 
 use tokio::time::Instant;
 
-use super::summary::RequestSummary;
+use crate::caller::Principal;
+use crate::observation::RequestSummary;
+pub(crate) use crate::observation::{Outcome, Transport};
 use crate::protocol::{Method, RequestId, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
-use crate::runtime::context::Principal;
 
 /// The `tracing` target of the per-request events.
 pub const REQUEST_TARGET: &str = "snodo::request";
 
 /// Longest component name (or URI) a record keeps, in bytes.
 const MAX_NAME: usize = 200;
-
-/// The transport a request arrived on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Transport {
-    Http,
-    Stdio,
-}
-
-impl Transport {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Http => "http",
-            Self::Stdio => "stdio",
-        }
-    }
-}
-
-/// How a request ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub(crate) enum Outcome {
-    /// Answered with a result (or accepted: a notification, a client's answer).
-    #[default]
-    Ok,
-    /// Answered with a tool result that reports an error (`isError`, a tool's own
-    /// limits included).
-    ToolError,
-    /// Answered with a JSON-RPC error.
-    Error,
-    /// Refused before execution (admission, authentication, limits, overload).
-    Refused,
-    /// The deadline passed.
-    Timeout,
-    /// Cancelled (by the client, its disconnection, or shutdown): no result.
-    Cancelled,
-}
-
-impl Outcome {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::ToolError => "tool_error",
-            Self::Error => "error",
-            Self::Refused => "refused",
-            Self::Timeout => "timeout",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
 
 /// Whether a subscriber wants the request event, decided as `tracing`'s event macros
 /// decide it: by the call site's cached interest, asking the subscriber only when it
@@ -110,20 +63,15 @@ impl Observe {
     pub(crate) fn new(runtime: &Runtime) -> Self {
         #[cfg(feature = "metrics")]
         {
-            Self::with_metrics(runtime.metrics().cloned())
+            Self {
+                metrics: runtime.metrics().cloned(),
+            }
         }
         #[cfg(not(feature = "metrics"))]
         {
             let _ = runtime;
             Self {}
         }
-    }
-
-    /// Observation that counts into `metrics` (the task workers' own, made before the
-    /// runtime is).
-    #[cfg(feature = "metrics")]
-    pub(crate) fn with_metrics(metrics: Option<crate::metrics::Metrics>) -> Self {
-        Self { metrics }
     }
 
     fn metrics_on(&self) -> bool {
@@ -154,22 +102,7 @@ impl Observe {
             log,
             start,
             known_name: false,
-            summary: RequestSummary {
-                transport,
-                method: None,
-                method_name: None,
-                name: None,
-                dialect: None,
-                principal: None,
-                id: None,
-                outcome: Outcome::Ok,
-                code: None,
-                status: None,
-                limit: None,
-                duration_us: 0,
-                bytes_in: bytes_in as u64,
-                bytes_out: 0,
-            },
+            summary: RequestSummary::new(transport, bytes_in),
         })
     }
 
@@ -194,30 +127,6 @@ impl Observe {
             let _ = kind;
             Gauged {}
         }
-    }
-
-    /// Moves the running tasks in `status` (`"working"`, `"input_required"`) by `by`
-    /// while the returned guard lives.
-    pub(crate) fn task(&self, status: &'static str, by: i64) -> Gauged {
-        #[cfg(feature = "metrics")]
-        {
-            Gauged::new(self.metrics.as_ref().map(|m| m.task_gauge(status)), by)
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
-            let _ = (status, by);
-            Gauged {}
-        }
-    }
-
-    /// Counts a task that ended in `status`.
-    pub(crate) fn task_ended(&self, status: &'static str) {
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.metrics {
-            m.task_ended(status);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = status;
     }
 }
 
@@ -349,7 +258,7 @@ impl Drop for Record {
         let elapsed = self.start.elapsed();
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.observe.metrics {
-            m.observe(self, elapsed);
+            m.observe(&self.summary, self.label_name(), elapsed);
         }
         if !self.log {
             return;
@@ -391,12 +300,6 @@ impl Drop for Record {
     }
 }
 
-/// A component name: kept inside the record when it is short (tool and prompt names
-/// mostly are), so recording one allocates nothing, and read back without checking
-/// its UTF-8 again (a `str` check per read was ~70 instructions on the request log's
-/// path: the name is read by the metrics and by the log line).
-pub(crate) type Name = smol_str::SmolStr;
-
 /// At most [`MAX_NAME`] bytes of `s`, cut at a character boundary.
 fn truncate(s: &str) -> &str {
     if s.len() <= MAX_NAME {
@@ -412,10 +315,6 @@ fn truncate(s: &str) -> &str {
 /// The record's metric labels, for the metrics module.
 #[cfg(feature = "metrics")]
 impl Record {
-    pub(crate) fn label_method(&self) -> &'static str {
-        self.summary.method.map_or("-", Method::as_str)
-    }
-
     /// The name label: the component's name when the catalogue has it, `None` for an
     /// unknown one (labelled empty).
     pub(crate) fn label_name(&self) -> Option<&str> {

@@ -11,30 +11,9 @@ use std::fmt;
 use futures_util::future::BoxFuture;
 use http::request::Parts;
 
-use crate::runtime::context::Principal;
+use crate::caller::Principal;
 
-/// Why a request was refused by the authenticator.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AuthRejection {
-    /// 401 with this `WWW-Authenticate` challenge: no or invalid credentials.
-    Unauthorized {
-        /// The challenge, e.g. `Bearer resource_metadata="https://…"`.
-        www_authenticate: String,
-    },
-    /// 400 with this `WWW-Authenticate` challenge: a malformed request, e.g. a token
-    /// sent where none may be (RFC 6750 `invalid_request`).
-    BadRequest {
-        /// The challenge, e.g. `Bearer error="invalid_request"`.
-        www_authenticate: String,
-    },
-    /// 403: valid credentials without the needed rights (the challenge is optional,
-    /// e.g. `Bearer error="insufficient_scope", scope="files:read"`).
-    Forbidden {
-        /// The challenge, if any.
-        www_authenticate: Option<String>,
-    },
-}
+pub use crate::caller::AuthRejection;
 
 /// Identifies the caller of each request.
 pub trait Authenticator: Send + Sync + 'static {

@@ -15,19 +15,21 @@
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use http::{Response, StatusCode};
+use http::Response;
 use serde_json::value::RawValue;
 
 use super::body::Body;
 use super::budget;
 use super::exec;
 use super::headers::RequestHeaders;
+use super::negotiation::{self, Headers};
 use super::response;
-use super::select;
 use super::service::{self, Shared};
+use super::status;
+use crate::caller::Principal;
+use crate::engine::admission::{self, Admission};
 use crate::protocol::jsonrpc::{Incoming, error_message};
 use crate::protocol::{ErrorCode, Method, RequestId, RpcError};
-use crate::runtime::context::Principal;
 
 /// Whether a body is a JSON array (a batch, or garbage that starts like one).
 pub(super) fn is_batch(body: &[u8]) -> bool {
@@ -42,7 +44,7 @@ pub(super) async fn answer(
     principal: Option<Principal>,
 ) -> Response<Body> {
     let runtime = &shared.engine.runtime;
-    if let Err(r) = select::admit_batch(runtime, headers) {
+    if let Err(r) = negotiation::admit_batch(runtime, headers) {
         // Not a revision with batches: refused as the single-message reader would.
         return match service::parse_body(body) {
             Err(single) => service::reject(single),
@@ -52,29 +54,20 @@ pub(super) async fn answer(
     let members: Vec<&RawValue> = match serde_json::from_slice(body) {
         Ok(members) => members,
         Err(e) if e.is_data() => {
-            return response::rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                &RpcError::new(ErrorCode::INVALID_REQUEST, "Invalid Request"),
-            );
+            return refused(&RpcError::new(
+                ErrorCode::INVALID_REQUEST,
+                "Invalid Request",
+            ));
         }
         Err(_) => {
-            return response::rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                &RpcError::new(ErrorCode::PARSE_ERROR, "Parse error"),
-            );
+            return refused(&RpcError::new(ErrorCode::PARSE_ERROR, "Parse error"));
         }
     };
     if members.is_empty() {
-        return response::rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            &RpcError::new(
-                ErrorCode::INVALID_REQUEST,
-                "Invalid Request: an empty batch",
-            ),
-        );
+        return refused(&RpcError::new(
+            ErrorCode::INVALID_REQUEST,
+            "Invalid Request: an empty batch",
+        ));
     }
     let max = shared.config.max_batch_answer_bytes;
     // (The futures made first: a closure inside the stream would make the whole future
@@ -121,6 +114,11 @@ pub(super) async fn answer(
     r
 }
 
+/// A batch refused as a whole, before a dialect is chosen.
+fn refused(error: &RpcError) -> Response<Body> {
+    response::rpc_error(status::of_error(None, error), None, error)
+}
+
 /// Members executing at once.
 const MEMBERS_AT_ONCE: usize = 8;
 
@@ -149,8 +147,10 @@ async fn member(
                 );
                 return Some((Some(id.clone()), error_message(Some(&id), &e)));
             }
-            match select::admit_request(runtime, headers, &id, &method, params) {
-                Ok(call) => {
+            match admission::admit(runtime, &mut Headers(headers), &id, (&method, params), None) {
+                // A revision with batches serves no `subscriptions/listen`: executed, it
+                // is answered as the router answers a method it does not serve.
+                Ok(Admission::Execute(call) | Admission::Listen(call)) => {
                     let trace = service::trace_parent(headers);
                     let answer =
                         exec::execute_quiet(shared, id.clone(), call, principal, trace).await;

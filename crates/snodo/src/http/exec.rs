@@ -20,27 +20,16 @@ use super::response;
 use super::service::Shared;
 use super::sse::{FRAMES_PER_EVENT, Gone, SseStream};
 use super::status;
+use crate::caller::Principal;
 use crate::engine::observe::Record;
-use crate::engine::trace::TraceContext;
 use crate::engine::{Ended, Execution, Failure, Held, Options, Starting, Step};
+use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::error_message;
-use crate::protocol::{Dialect, RequestId};
+use crate::protocol::trace::TraceContext;
 use crate::router::Call;
-use crate::runtime::context::Principal;
 
 /// Queue depth of a streamed response body.
 const STREAM_DEPTH: usize = 32;
-
-/// The HTTP status the final JSON-RPC message would have on its own.
-fn final_status(dialect: &Dialect, ended: &Ended) -> StatusCode {
-    match ended {
-        Ended::Done(Ok(_)) => StatusCode::OK,
-        Ended::Done(Err(e)) => status::of_error(Some(dialect), e),
-        Ended::TimedOut => status::of_failure(Some(dialect), &Failure::TimedOut),
-        Ended::Cancelled => StatusCode::NO_CONTENT,
-        Ended::Failed(f) => status::of_failure(Some(dialect), f),
-    }
-}
 
 /// The final message of an ended execution within the answer budget: a message past it
 /// is replaced by the error that says so (and the execution's end with it).
@@ -141,7 +130,7 @@ fn answer(
                         }
                     }
                     let (ended, message) = settle(&shared.budget, id, ended);
-                    let status = if pending.is_empty() { final_status(dialect, &ended) } else { StatusCode::OK };
+                    let status = if pending.is_empty() { status::of_ended(dialect, &ended) } else { StatusCode::OK };
                     exec.record_end(&ended, message.as_ref(), Some(status.as_u16()));
                     let retry = matches!(ended, Ended::Failed(Failure::Overloaded(_)));
                     // (The result's tree goes now: only its bytes are sent.)

@@ -9,10 +9,10 @@ use http::Response;
 use super::body::Body;
 use super::service::Shared;
 use super::sse::{Gone, SseStream};
+use crate::caller::Principal;
 use crate::engine::{Failure, ListenStep, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
-use crate::runtime::context::Principal;
 
 /// Queue depth of a listen stream's body.
 const STREAM_DEPTH: usize = 32;

@@ -7,13 +7,14 @@
 
 use std::time::Duration;
 
-use http::{Response, StatusCode};
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
 use tokio::net::TcpListener;
 
 use super::body::Body;
 use super::config::HttpConfig;
 use super::conn::{self, ConnLimits};
-use crate::metrics::{METRICS_PATH, Metrics};
+use crate::metrics::{CONTENT_TYPE, METRICS_PATH, Metrics};
 
 /// Connections open at once on the metrics listener (a scraper needs one; further
 /// connections wait in the accept backlog): few, so that idle connections there cannot
@@ -28,6 +29,38 @@ fn limits() -> ConnLimits {
         head_timeout: mcp.header_read_timeout,
         write_timeout: mcp.write_timeout,
         max_headers: mcp.max_headers,
+    }
+}
+
+/// The metrics' HTTP side: an answer to mount, and a listener of their own.
+impl Metrics {
+    /// A `200` answer carrying [`encode`](Self::encode): mount it at `/metrics` in your
+    /// own router.
+    #[must_use]
+    pub fn response(&self) -> Response<Body> {
+        let mut r = Response::new(Body::full(Bytes::from(self.encode())));
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        r
+    }
+
+    /// Serves [`METRICS_PATH`] on `listener` (GET; any other path is 404) for the rest
+    /// of the process, under the MCP listener's connection limits (a head timeout of
+    /// 10 s, a write timeout of 30 s, at most 16 connections open at once, further ones
+    /// waiting in the accept backlog); a failed `accept` (out of descriptors) is
+    /// retried, never fatal.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        serve(self, listener, std::future::pending()).await;
+        Ok(())
+    }
+
+    /// [`serve`](Self::serve) until `shutdown` completes.
+    pub async fn serve_until(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        serve(self, listener, shutdown).await;
     }
 }
 

@@ -1,6 +1,5 @@
 //! Streamable HTTP transport: admission, dialect selection, JSON and SSE responses.
 
-mod admission;
 mod auth;
 mod batch;
 mod body;
@@ -8,13 +7,14 @@ mod budget;
 mod config;
 mod conn;
 mod exec;
+mod guards;
 mod head_deadline;
 mod headers;
 mod listen;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
+mod negotiation;
 mod response;
-mod select;
 mod serve;
 mod service;
 mod sse;

@@ -152,33 +152,27 @@ pub(crate) fn sse_keepalive() -> Bytes {
 
 /// 400, 401 or 403 from the application's authenticator (or authorizer, with the id of
 /// the request it refused).
-pub(crate) fn auth_rejected(rejection: &super::auth::AuthRejection) -> Response<Body> {
+pub(crate) fn auth_rejected(rejection: &crate::caller::AuthRejection) -> Response<Body> {
     auth_rejected_for(None, rejection)
 }
 
 /// [`auth_rejected`], answering the request `id`.
 pub(crate) fn auth_rejected_for(
     id: Option<&RequestId>,
-    rejection: &super::auth::AuthRejection,
+    rejection: &crate::caller::AuthRejection,
 ) -> Response<Body> {
-    use super::auth::AuthRejection;
-    let (status, challenge, message) = match rejection {
-        AuthRejection::Unauthorized { www_authenticate } => (
-            StatusCode::UNAUTHORIZED,
-            Some(www_authenticate.as_str()),
-            "Unauthorized",
-        ),
+    use crate::caller::AuthRejection;
+    let (challenge, message) = match rejection {
+        AuthRejection::Unauthorized { www_authenticate } => {
+            (Some(www_authenticate.as_str()), "Unauthorized")
+        }
         AuthRejection::BadRequest { www_authenticate } => (
-            StatusCode::BAD_REQUEST,
             Some(www_authenticate.as_str()),
             "Bad Request: malformed authorization",
         ),
-        AuthRejection::Forbidden { www_authenticate } => (
-            StatusCode::FORBIDDEN,
-            www_authenticate.as_deref(),
-            "Forbidden",
-        ),
+        AuthRejection::Forbidden { www_authenticate } => (www_authenticate.as_deref(), "Forbidden"),
     };
+    let status = super::status::of_rejection(rejection);
     let mut r = rpc_error(
         status,
         id,

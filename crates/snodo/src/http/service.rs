@@ -12,27 +12,28 @@ use http::{Method as HttpMethod, Request, Response};
 use http_body_util::{BodyExt as _, Limited};
 use tokio::time::Instant;
 
-use super::admission;
 use super::batch;
 use super::body::Body;
 use super::budget::AnswerBudget;
 use super::config::HttpConfig;
 use super::exec;
+use super::guards;
 use super::headers::{RequestHeaders, Seen};
 use super::listen;
+use super::negotiation::{self, Headers, Rejection};
 use super::response;
-use super::select::{self, Rejection};
+use crate::engine::admission::{self, Admission};
 use crate::engine::observe::{Record, Transport};
-use crate::engine::trace::{TRACESTATE, TraceContext};
 use crate::engine::{self, Engine, Limits};
+use crate::protocol::trace::{TRACESTATE, TraceContext};
 use serde_json::value::RawValue;
 
+use crate::caller::Principal;
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::params::SplitParams;
-use crate::protocol::{Method, RequestId, RpcError};
+use crate::protocol::{Method, RequestId};
 use crate::router::Call;
 use crate::runtime::Runtime;
-use crate::runtime::context::Principal;
 
 /// What every request of one endpoint shares: the transport-neutral engine and the
 /// HTTP settings.
@@ -217,10 +218,10 @@ impl McpService {
     {
         async move {
             let cfg = &self.shared.config;
-            admission::check_origin(cfg, headers, &parts.uri)
-                .and_then(|()| admission::check_content_type(headers))
-                .and_then(|()| admission::check_accept(headers))
-                .map_err(admission::Refused::response)?;
+            guards::check_origin(cfg, headers, &parts.uri)
+                .and_then(|()| guards::check_content_type(headers))
+                .and_then(|()| guards::check_accept(headers))
+                .map_err(guards::Refused::response)?;
             let too_large = headers
                 .content_length
                 .first()
@@ -281,44 +282,46 @@ impl McpService {
         let runtime = &self.shared.engine.runtime;
         match incoming {
             Incoming::Request { id, method, params } => {
-                let call = select::admit_request(runtime, headers, &id, &method, params).map_err(
-                    |rejection| {
-                        // An admitted request's record learns its method from the call.
+                let admitted = admission::admit(
+                    runtime,
+                    &mut Headers(headers),
+                    &id,
+                    (&method, params),
+                    record.as_mut(),
+                )
+                .map_err(|refused| reject(refused.into()))?;
+                match admitted {
+                    Admission::Listen(call) => {
                         if let Some(r) = record.as_mut() {
-                            r.method_name(&method);
-                            r.error(&rejection.error);
+                            r.admitted(&id, &call, principal.as_ref());
                         }
-                        reject(rejection)
-                    },
-                )?;
-                if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
-                    if let Some(r) = record.as_mut() {
-                        r.admitted(&id, &call, principal.as_ref());
+                        listen::serve(&self.shared, id.clone(), &call, principal.as_ref())
+                            .map(Next::Answered)
+                            .map_err(|f| {
+                                if let Some(r) = record.as_mut() {
+                                    r.failure(&f);
+                                }
+                                response::failure(&id, Some(call.dialect), f)
+                            })
                     }
-                    return listen::serve(&self.shared, id.clone(), &call, principal.as_ref())
-                        .map(Next::Answered)
-                        .map_err(|f| {
-                            if let Some(r) = record.as_mut() {
-                                r.failure(&f);
-                            }
-                            response::failure(&id, Some(call.dialect), f)
-                        });
+                    Admission::Execute(call) => {
+                        let trace = trace_parent(headers);
+                        Ok(Next::Execute(id, call, principal, trace))
+                    }
                 }
-                let trace = trace_parent(headers);
-                Ok(Next::Execute(id, call, principal, trace))
             }
             Incoming::Notification { method, params } => {
                 if let Some(r) = record.as_mut() {
                     r.method_name(&method);
                 }
-                select::admit_notification(runtime, headers).map_err(reject)?;
+                negotiation::admit_notification(runtime, headers).map_err(reject)?;
                 if Method::parse(&method) == Method::Cancelled {
                     engine::cancel_by_notification(&self.shared.engine, principal.as_ref(), params);
                 }
                 Ok(Next::Answered(response::accepted()))
             }
             Incoming::Response { id, result, error } => {
-                select::admit_response(runtime, headers).map_err(reject)?;
+                negotiation::admit_response(runtime, headers).map_err(reject)?;
                 deliver(runtime, id, result, error);
                 Ok(Next::Answered(response::accepted()))
             }
@@ -380,28 +383,10 @@ pub(super) fn deliver(
     }
 }
 
-/// Reads the message and its `params` in one pass. A body that only the raw scan
-/// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
-/// that the refusal carries the request id as it did before the fast path.
+/// Reads the message and its `params` in one pass (the one reader of every transport);
+/// a message that cannot be read is refused before a dialect is chosen.
 pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, Rejection> {
-    if let Ok(incoming) = Incoming::<SplitParams<'_>>::parse_as(bytes) {
-        return Ok(incoming);
-    }
-    // The raw reading's error is the refusal: exactly what it was without the fast path.
-    match Incoming::parse(bytes) {
-        Err(e) => Err(Rejection::admission(e)),
-        Ok(Incoming::Request { id, .. }) => Err(Rejection::admission(
-            RpcError::invalid_params("Invalid params: params could not be read (nested too deeply, or an invalid string)").with_id(id),
-        )),
-        // Unreadable params make a notification a no-op (it is still admitted).
-        Ok(Incoming::Notification { method, .. }) => Ok(Incoming::Notification {
-            method,
-            params: None,
-        }),
-        Ok(Incoming::Response { id, result, error }) => {
-            Ok(Incoming::Response { id, result, error })
-        }
-    }
+    admission::read_message(bytes).map_err(Rejection::admission)
 }
 
 pub(super) fn reject(r: Rejection) -> Response<Body> {

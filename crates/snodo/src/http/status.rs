@@ -6,14 +6,16 @@
 //! - an error of a request answered in a dialect follows that dialect: initialize-era
 //!   clients read any non-2xx answer as a transport failure, so their errors travel in a
 //!   200 ([`Dialect::errors_in_band`]); 2026-07-28 follows the code;
-//! - no capacity now is 503 and a passed deadline 504, in every dialect ([`of_failure`]).
+//! - no capacity now is 503 and a passed deadline 504, in every dialect ([`of_failure`]);
+//! - an authenticator's or authorizer's refusal is 401, 400 or 403 ([`of_rejection`]).
 //!
-//! Refusals that are not JSON-RPC answers (405, 406, 413, 415, a bad `Host`, 401/403 of an
-//! authenticator) are the HTTP layer's own and live in `response.rs`.
+//! Refusals that are not JSON-RPC answers (405, 406, 413, 415, a bad `Host`) are the HTTP
+//! layer's own and live in `response.rs`.
 
 use http::StatusCode;
 
-use crate::engine::Failure;
+use crate::caller::AuthRejection;
+use crate::engine::{Ended, Failure};
 use crate::protocol::{Dialect, ErrorCode, RpcError};
 
 /// The status of a request refused or failed with `error`, answered in `dialect` (`None`
@@ -31,6 +33,26 @@ pub(crate) fn of_failure(dialect: Option<&Dialect>, failure: &Failure) -> Status
         Failure::Error(e) => of_error(dialect, e),
         Failure::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
         Failure::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+    }
+}
+
+/// The HTTP status the final JSON-RPC message would have on its own.
+pub(crate) fn of_ended(dialect: &Dialect, ended: &Ended) -> StatusCode {
+    match ended {
+        Ended::Done(Ok(_)) => StatusCode::OK,
+        Ended::Done(Err(e)) => of_error(Some(dialect), e),
+        Ended::TimedOut => of_failure(Some(dialect), &Failure::TimedOut),
+        Ended::Cancelled => StatusCode::NO_CONTENT,
+        Ended::Failed(f) => of_failure(Some(dialect), f),
+    }
+}
+
+/// The status of an authenticator's (or an authorizer's) refusal: 401, 400 or 403.
+pub(crate) fn of_rejection(rejection: &AuthRejection) -> StatusCode {
+    match rejection {
+        AuthRejection::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+        AuthRejection::BadRequest { .. } => StatusCode::BAD_REQUEST,
+        AuthRejection::Forbidden { .. } => StatusCode::FORBIDDEN,
     }
 }
 

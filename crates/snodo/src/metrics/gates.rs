@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::{MetricType, TypedMetric};
 
-use crate::engine::GateWatch;
+use crate::observation::GateWatch;
 
 /// The gates of the endpoints counting into one registry (an HTTP service, each stdio
 /// connection); gone ones are dropped as new ones come and at each scrape.

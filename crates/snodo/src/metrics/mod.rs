@@ -35,17 +35,14 @@ mod shards;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{HeaderValue, Response, header};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::engine::GateWatch;
-use crate::engine::observe::{Outcome, Record};
-use crate::http::Body;
+use crate::observation::{GateWatch, Outcome, RequestSummary, TaskSink};
+use crate::protocol::Method;
 use durations::Durations;
 use gates::{GateGauge, Gates};
 use series::Labels;
@@ -191,35 +188,6 @@ impl Metrics {
         out
     }
 
-    /// A `200` answer carrying [`encode`](Self::encode): mount it at `/metrics` in your
-    /// own router.
-    #[must_use]
-    pub fn response(&self) -> Response<Body> {
-        let mut r = Response::new(Body::full(Bytes::from(self.encode())));
-        r.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
-        r
-    }
-
-    /// Serves [`METRICS_PATH`] on `listener` (GET; any other path is 404) for the rest
-    /// of the process, under the MCP listener's connection limits (a head timeout of
-    /// 10 s, a write timeout of 30 s, at most 16 connections open at once, further ones
-    /// waiting in the accept backlog); a failed `accept` (out of descriptors) is
-    /// retried, never fatal.
-    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        crate::http::metrics::serve(self, listener, std::future::pending()).await;
-        Ok(())
-    }
-
-    /// [`serve`](Self::serve) until `shutdown` completes.
-    pub async fn serve_until(
-        self,
-        listener: tokio::net::TcpListener,
-        shutdown: impl std::future::Future<Output = ()>,
-    ) {
-        crate::http::metrics::serve(self, listener, shutdown).await;
-    }
-
     /// The gauge of running tasks in `status` (`working`, `input_required`).
     pub(crate) fn task_gauge(&self, status: &'static str) -> Gauge {
         self.inner
@@ -248,12 +216,13 @@ impl Metrics {
             .clone()
     }
 
-    /// Counts a finished request.
-    pub(crate) fn observe(&self, record: &Record, elapsed: Duration) {
-        let transport = record.summary.transport.as_str();
-        let method = record.label_method();
-        let outcome = record.summary.outcome.as_str();
-        let name = record.label_name().unwrap_or("");
+    /// Counts a finished request; `name` is its component's name when the catalogue
+    /// holds it (the name label).
+    pub(crate) fn observe(&self, summary: &RequestSummary, name: Option<&str>, elapsed: Duration) {
+        let transport = summary.transport.as_str();
+        let method = summary.method.map_or("-", Method::as_str);
+        let outcome = summary.outcome.as_str();
+        let name = name.unwrap_or("");
         let labels = Labels {
             transport,
             method,
@@ -261,7 +230,7 @@ impl Metrics {
             name,
         };
         series::count(&self.inner, &labels, elapsed);
-        if let Some(limit) = record.summary.limit {
+        if let Some(limit) = summary.limit {
             // A tool's own limit: the answer is a tool error, the refusal is counted.
             self.inner
                 .refusals
@@ -270,8 +239,8 @@ impl Metrics {
                     reason: format!("tool_{limit}"),
                 })
                 .inc();
-        } else if matches!(record.summary.outcome, Outcome::Refused | Outcome::Timeout) {
-            let reason = match (record.summary.status, record.summary.code) {
+        } else if matches!(summary.outcome, Outcome::Refused | Outcome::Timeout) {
+            let reason = match (summary.status, summary.code) {
                 (Some(status), _) => status.to_string(),
                 (None, Some(code)) => code.to_string(),
                 (None, None) => outcome.to_owned(),
@@ -281,6 +250,17 @@ impl Metrics {
                 .get_or_create(&RefusalLabels { transport, reason })
                 .inc();
         }
+    }
+}
+
+/// The task workers count into the task series.
+impl TaskSink for Metrics {
+    fn running(&self, status: &'static str, by: i64) {
+        self.task_gauge(status).inc_by(by);
+    }
+
+    fn ended(&self, status: &'static str) {
+        self.task_ended(status);
     }
 }
 
@@ -319,17 +299,13 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::observe::{Observe, Transport};
+    use crate::observation::Transport;
 
+    /// Counts a `tools/list` request as a record of it would when dropped.
     fn answer_list(metrics: &Metrics) {
-        let observe = Observe {
-            metrics: Some(metrics.clone()),
-        };
-        let mut r = observe
-            .begin(Transport::Http, 10, tokio::time::Instant::now())
-            .unwrap_or_else(|| panic!("no record with metrics on"));
-        r.method_name("tools/list");
-        drop(r);
+        let mut summary = RequestSummary::new(Transport::Http, 10);
+        summary.method = Some(Method::ToolsList);
+        metrics.observe(&summary, None, Duration::from_micros(1));
     }
 
     fn listed(metrics: &Metrics) -> String {

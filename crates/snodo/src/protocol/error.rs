@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::jsonrpc::RequestId;
-use crate::http::AuthRejection;
+use crate::caller::AuthRejection;
 
 /// A JSON-RPC error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]

@@ -10,6 +10,7 @@ pub(crate) mod method;
 pub(crate) mod method_params;
 pub(crate) mod object_scan;
 pub(crate) mod params;
+pub(crate) mod trace;
 
 pub use dialect::{ALL, Dialect, V2025_03_26, V2025_06_18, V2025_11_25, V2026_07_28};
 pub(crate) use dialect::{Asking, LogLevels, StructuredOutput};

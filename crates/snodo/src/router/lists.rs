@@ -7,10 +7,10 @@ use serde_json::{Map, Value};
 
 use super::result::raw_array;
 use super::{Answer, Call, Member, Output, ResultObject, Router};
+use crate::caller::Principal;
 use crate::protocol::{Method, RpcError};
 use crate::runtime::authz::Component;
 use crate::runtime::catalogue::{Catalogue, DialectView, Listing};
-use crate::runtime::context::Principal;
 use crate::runtime::context::RequestContext;
 use crate::runtime::cursor;
 use crate::runtime::resource::ListRequest;

@@ -12,7 +12,7 @@ mod rounds;
 mod skills;
 mod tasks;
 
-pub(crate) use result::{Envelopes, Member, ResultObject};
+pub(crate) use result::{Member, ResultObject};
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -27,6 +27,7 @@ use crate::protocol::{Dialect, Method, RequestMeta, RpcError};
 use crate::runtime::Runtime;
 use crate::runtime::catalogue::Catalogue;
 use crate::runtime::context::RequestContext;
+use crate::runtime::envelopes::ResultType;
 use crate::runtime::error::HandlerError;
 use crate::runtime::input::InputRequired;
 
@@ -216,10 +217,10 @@ impl Router<'_> {
             return result;
         };
         let fields = &mut result.fields;
-        if !fields.contains_key("resultType") {
+        if !fields.contains_key(ResultType::KEY) {
             result
                 .members
-                .push(self.runtime.envelopes().complete(method));
+                .push(result::complete(self.runtime.envelopes(), method));
         }
         match fields.get_mut("_meta") {
             // The handler set `_meta`: add the server info to it.

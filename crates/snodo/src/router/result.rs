@@ -7,10 +7,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::model::{CacheHint, ToolResult};
+use crate::model::ToolResult;
 use crate::protocol::jsonrpc::write_id;
 use crate::protocol::{Method, RequestId};
-use crate::runtime::Caches;
 
 /// Members of a result that are already JSON text.
 #[derive(Debug)]
@@ -190,50 +189,21 @@ pub(crate) fn raw_array<'a>(items: impl Iterator<Item = &'a Arc<str>>) -> String
     out
 }
 
-/// `"resultType":"complete"` of a 2026-07-28 result.
-pub(crate) const COMPLETE: &str = r#""resultType":"complete""#;
+pub(crate) use crate::runtime::envelopes::{COMPLETE, Envelopes};
 
-/// The 2026-07-28 `resultType` member with each cacheable kind's hint, serialised once
-/// per runtime.
-#[derive(Debug)]
-pub(crate) struct Envelopes {
-    discover: Arc<str>,
-    lists: Arc<str>,
-    reads: Arc<str>,
-}
-
-impl Envelopes {
-    pub(crate) fn new(caches: &Caches) -> Self {
-        let hinted = |hint: CacheHint| -> Arc<str> {
-            let scope = serde_json::to_string(&hint.scope).unwrap_or_else(|_| "\"private\"".into());
-            Arc::from(format!(
-                r#"{COMPLETE},"ttlMs":{},"cacheScope":{scope}"#,
-                hint.ttl_ms
-            ))
-        };
-        Self {
-            discover: hinted(caches.discover),
-            lists: hinted(caches.lists),
-            reads: hinted(caches.reads),
-        }
-    }
-
-    /// `resultType` (and the cache hint, for cacheable results) of a complete result.
-    pub(crate) fn complete(&self, method: Method) -> Member {
-        if !method.is_cacheable() {
-            return Member::Static(COMPLETE);
-        }
-        Member::Text(Arc::clone(match method {
-            Method::Discover => &self.discover,
-            Method::ResourcesRead => &self.reads,
-            _ => &self.lists,
-        }))
-    }
+/// `resultType` (and the cache hint, for cacheable results) of a complete result.
+pub(crate) fn complete(envelopes: &Envelopes, method: Method) -> Member {
+    envelopes
+        .hinted(method)
+        .map_or(Member::Static(COMPLETE), |text| {
+            Member::Text(Arc::clone(text))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Caches;
 
     #[test]
     fn splices_raw_members() {
@@ -284,7 +254,7 @@ mod tests {
         let e = Envelopes::new(&Caches::default());
         let v: Value = serde_json::from_str(&format!(
             "{{{}}}",
-            match e.complete(Method::ToolsList) {
+            match complete(&e, Method::ToolsList) {
                 Member::Text(t) => t.to_string(),
                 _ => String::new(),
             }
@@ -295,7 +265,7 @@ mod tests {
             serde_json::json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
         );
         assert!(matches!(
-            e.complete(Method::ToolsCall),
+            complete(&e, Method::ToolsCall),
             Member::Static(COMPLETE)
         ));
     }

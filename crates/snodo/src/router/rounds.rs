@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::{Answer, Call, Router, Stop};
 use crate::protocol::{Asking, Method, RpcError};
 use crate::runtime::context::{Principal, RequestContext};
+use crate::runtime::envelopes::ResultType;
 use crate::runtime::input::{InputRequired, StateContents};
 
 impl Router<'_> {
@@ -88,7 +89,7 @@ impl Router<'_> {
             .signer()
             .seal(scope, &StateContents { answers, app });
         let mut out = Map::new();
-        out.insert("resultType".into(), Value::String("input_required".into()));
+        ResultType::InputRequired.write(&mut out);
         if !input.requests.is_empty() {
             out.insert("inputRequests".into(), Value::Object(input.requests));
         }

@@ -15,6 +15,7 @@ use crate::model::ToolResult;
 use crate::protocol::{Dialect, Method, RpcError};
 use crate::runtime::catalogue::CompiledTool;
 use crate::runtime::context::RequestContext;
+use crate::runtime::envelopes::ResultType;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Admitted, Limited};
 use crate::tasks::wire::{self, declared};
@@ -175,7 +176,7 @@ async fn run(
         return match shape(dialect, result).map(|r| r.to_json()) {
             Ok(text) => match serde_json::from_str::<Map<String, Value>>(&text) {
                 Ok(mut object) => {
-                    object.insert("resultType".into(), Value::String("complete".into()));
+                    ResultType::Complete.write(&mut object);
                     Outcome::Result(Value::Object(object))
                 }
                 Err(e) => Outcome::Error(wire::error_object(&RpcError::internal(e.to_string()))),

@@ -5,9 +5,9 @@
 //! completions are refused — with the application's error, or concealed as if the
 //! component did not exist.
 
-use crate::http::AuthRejection;
+use crate::caller::AuthRejection;
+use crate::caller::Principal;
 use crate::protocol::RpcError;
-use crate::runtime::context::Principal;
 
 /// A component a request lists or uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -460,9 +460,13 @@ impl RuntimeBuilder {
                 reason: "the request state key was refused".into(),
             })?;
         #[cfg(feature = "metrics")]
-        let task_observe = crate::engine::observe::Observe::with_metrics(self.metrics.clone());
+        let task_observe = crate::observation::TaskObserver::new(
+            self.metrics
+                .clone()
+                .map(|m| Arc::new(m) as Arc<dyn crate::observation::TaskSink>),
+        );
         #[cfg(not(feature = "metrics"))]
-        let task_observe = crate::engine::observe::Observe::default();
+        let task_observe = crate::observation::TaskObserver::default();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -473,7 +477,7 @@ impl RuntimeBuilder {
                 components: Mutex::new(self.components),
                 changes: tokio::sync::broadcast::channel(CHANGE_BACKLOG).0,
                 page_size: self.page_size,
-                envelopes: crate::router::Envelopes::new(&self.caches),
+                envelopes: super::envelopes::Envelopes::new(&self.caches),
                 capabilities,
                 legacy_log_level: self.logging.then_some(self.legacy_log_level),
                 signer,

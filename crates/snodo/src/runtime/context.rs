@@ -1,9 +1,7 @@
 //! The per-request context a handler receives: who asked, in which dialect, with which
 //! capabilities, and the channels back to the caller (progress, logs, cancellation).
 
-use std::any::Any;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -20,88 +18,7 @@ use super::pending::PendingRequests;
 use crate::protocol::jsonrpc::{notification_message, request_message};
 use crate::protocol::{Asking, Dialect, LogLevel, ProgressToken, RequestId, RequestMeta, RpcError};
 
-/// The authenticated caller of a request, as the application's authenticator named it.
-///
-/// Its identifier scopes cancellation (a principal can only cancel its own requests)
-/// and `requestState`. An optional cancellation scope separates request-id namespaces
-/// of peers that share a principal (e.g. one value per client instance). An optional
-/// extension carries whatever else the authenticator knows (e.g. a validated token's
-/// scopes and claims) to authorizers and handlers; it takes no part in equality.
-#[derive(Clone)]
-pub struct Principal {
-    id: Arc<str>,
-    scope: Option<Arc<str>>,
-    extension: Option<Arc<dyn Any + Send + Sync>>,
-}
-
-impl PartialEq for Principal {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id && self.scope == other.scope
-    }
-}
-
-impl Eq for Principal {}
-
-impl Hash for Principal {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.id.hash(state);
-        self.scope.hash(state);
-    }
-}
-
-impl fmt::Debug for Principal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Principal")
-            .field("id", &self.id)
-            .field("scope", &self.scope)
-            .field("extension", &self.extension.is_some())
-            .finish()
-    }
-}
-
-impl Principal {
-    /// A principal with this identifier.
-    pub fn new(id: impl Into<Arc<str>>) -> Self {
-        Self {
-            id: id.into(),
-            scope: None,
-            extension: None,
-        }
-    }
-
-    /// Sets the cancellation scope: requests are cancellable by id only within it.
-    #[must_use]
-    pub fn with_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
-        self.scope = Some(scope.into());
-        self
-    }
-
-    /// Attaches a typed extension (one per principal; a second call replaces it), read
-    /// back with [`Principal::extension`].
-    #[must_use]
-    pub fn with_extension<T: Any + Send + Sync>(mut self, extension: T) -> Self {
-        self.extension = Some(Arc::new(extension));
-        self
-    }
-
-    /// The identifier.
-    #[must_use]
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The cancellation scope, if any.
-    #[must_use]
-    pub fn scope(&self) -> Option<&str> {
-        self.scope.as_deref()
-    }
-
-    /// The extension, if one of type `T` is attached.
-    #[must_use]
-    pub fn extension<T: Any>(&self) -> Option<&T> {
-        self.extension.as_deref()?.downcast_ref()
-    }
-}
+pub(crate) use crate::caller::Principal;
 
 /// Where a request's notifications go: the response stream of that request.
 pub(crate) type Sink = mpsc::Sender<Bytes>;
@@ -127,7 +44,7 @@ pub(crate) struct ContextInit {
     /// The runtime serving the request.
     pub(crate) runtime: super::Runtime,
     /// The caller's W3C trace parent (`_meta`, or the transport's headers).
-    pub(crate) trace: Option<crate::engine::trace::TraceContext>,
+    pub(crate) trace: Option<crate::protocol::trace::TraceContext>,
 }
 
 struct Inner {

@@ -8,6 +8,7 @@ pub(crate) mod completion;
 pub(crate) mod components;
 pub(crate) mod context;
 pub(crate) mod cursor;
+pub(crate) mod envelopes;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod handler;
@@ -167,7 +168,7 @@ impl Runtime {
     }
 
     /// The 2026-07-28 result envelopes, serialised once.
-    pub(crate) fn envelopes(&self) -> &crate::router::Envelopes {
+    pub(crate) fn envelopes(&self) -> &envelopes::Envelopes {
         &self.inner.envelopes
     }
 
@@ -229,7 +230,7 @@ pub(crate) struct Inner {
     /// Changes for `subscriptions/listen` streams.
     changes: tokio::sync::broadcast::Sender<events::Change>,
     page_size: usize,
-    envelopes: crate::router::Envelopes,
+    envelopes: envelopes::Envelopes,
     capabilities: Capabilities,
     legacy_log_level: Option<LogLevel>,
     /// Seals `requestState` (2026-07-28 multi round-trip requests).

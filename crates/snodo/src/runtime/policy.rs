@@ -15,8 +15,8 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+use crate::caller::Principal;
 use crate::model::ToolResult;
-use crate::runtime::context::Principal;
 
 /// The `_meta` key of a limit's details on the tool error it answers with.
 pub const LIMIT_META_KEY: &str = "io.snodo/limit";

@@ -20,7 +20,8 @@ use super::config::StdioConfig;
 use super::drive::drive;
 use super::framing::{Frame, Lines};
 use super::outbox::{Outbox, write_loop};
-use crate::engine::admit::{self, Admitted};
+use crate::engine::admission::{self, Admission};
+use crate::engine::negotiation::Negotiated;
 use crate::engine::observe::{Outcome, Record, Transport};
 use crate::engine::{
     self, Engine, Execution, Held, InFlight, Limits, ListenStep, Options, Registration,
@@ -240,7 +241,7 @@ impl Connection {
             self.engine
                 .observe
                 .begin(Transport::Stdio, line.len(), tokio::time::Instant::now());
-        match admit::read_message(&line) {
+        match admission::read_message(&line) {
             Ok(Incoming::Request { id, method, params }) => {
                 // Cancellable from here on, before anything after it is read: a
                 // `notifications/cancelled` right behind it (even while it waits for a
@@ -331,7 +332,7 @@ impl Connection {
             }) else {
                 continue;
             };
-            let parsed = admit::read_message(&line);
+            let parsed = admission::read_message(&line);
             if matches!(parsed, Ok(Incoming::Request { .. })) {
                 drop(parsed);
                 input.held = Some(Frame::Line(line));
@@ -374,21 +375,20 @@ impl Connection {
         mut record: Option<Record>,
     ) {
         let runtime = &self.engine.runtime;
-        let Admitted {
-            mut call,
-            negotiated,
-        } = match admit::inline(runtime, self.negotiated, &id, method, params) {
+        let mut connection = Negotiated::new(self.negotiated);
+        let admitted = admission::admit(
+            runtime,
+            &mut connection,
+            &id,
+            (method, params),
+            record.as_mut(),
+        );
+        let mut admitted = match admitted {
             Ok(a) => a,
-            Err(e) => {
-                // An admitted request's record learns its method from the call.
-                if let Some(r) = record.as_mut() {
-                    r.method_name(method);
-                    r.error(&e);
-                }
-                return self.send(error_message(Some(&id), &e)).await;
-            }
+            Err(refused) => return self.send(error_message(Some(&id), &refused.error)).await,
         };
-        if let Some(dialect) = negotiated {
+        let call = admitted.call_mut();
+        if let Some(dialect) = connection.negotiating {
             self.negotiated = Some(dialect);
             self.client_caps = call
                 .params
@@ -407,14 +407,15 @@ impl Connection {
                 call.meta.client_capabilities.clone_from(&self.client_caps);
             }
         }
-        if call.method == Method::SubscriptionsListen && call.dialect.serves(call.method) {
-            if let Some(r) = record.as_mut() {
-                r.admitted(&id, &call, None);
+        match admitted {
+            Admission::Listen(call) => {
+                if let Some(r) = record.as_mut() {
+                    r.admitted(&id, &call, None);
+                }
+                self.listen(id, &call, handle, &mut record).await;
             }
-            self.listen(id, &call, handle, &mut record).await;
-            return;
+            Admission::Execute(call) => self.execute(id, call, permit, handle, record),
         }
-        self.execute(id, call, permit, handle, record);
     }
 
     fn execute(

@@ -158,7 +158,7 @@ pub(crate) struct Tasks {
     started: OnceCell<()>,
     running: Arc<Semaphore>,
     /// What the workers count their tasks into (the task series, with metrics).
-    pub(crate) observe: crate::engine::observe::Observe,
+    pub(crate) observe: crate::observation::TaskObserver,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -170,7 +170,10 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
-    pub(crate) fn new(options: TaskOptions, observe: crate::engine::observe::Observe) -> Arc<Self> {
+    pub(crate) fn new(
+        options: TaskOptions,
+        observe: crate::observation::TaskObserver,
+    ) -> Arc<Self> {
         let running = Arc::new(Semaphore::new(options.max_running));
         Arc::new(Self {
             options,

@@ -66,7 +66,7 @@ fn task(r: &TaskRecord) -> Map<String, Value> {
 /// `CreateTaskResult`: the flat `Task` with `resultType: "task"`.
 pub(crate) fn created(r: &TaskRecord) -> Map<String, Value> {
     let mut out = task(r);
-    out.insert("resultType".into(), Value::String("task".into()));
+    crate::runtime::envelopes::ResultType::Task.write(&mut out);
     out
 }
 

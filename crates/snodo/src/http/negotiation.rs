@@ -1,4 +1,5 @@
-//! Per-request dialect selection and the dialect-specific admission rules.
+//! HTTP's dialect negotiation: the [`Selector`] that chooses a request's dialect from its
+//! headers, with the header rules of that dialect.
 //!
 //! - `initialize` without 2026 metadata goes to an initialize-era dialect: the exact
 //!   proposed version if enabled, else the first enabled one. It needs no version header;
@@ -16,18 +17,14 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use http::{HeaderName, StatusCode};
-use serde_json::Value;
 
 use super::headers::{RequestHeaders, Seen};
 use super::status;
-use crate::engine::admit::{check_meta, select_initialize};
-use crate::protocol::meta::MetaParse;
+use crate::engine::admission::{Asked, Refused, Selector};
+use crate::engine::negotiation::{check_meta, select_initialize};
 use crate::protocol::method_params::MethodParams;
-use crate::protocol::params::SplitParams;
-use crate::protocol::{Dialect, ErrorCode, Method, RequestId, RequestMeta, RpcError};
-use crate::router::Call;
+use crate::protocol::{Dialect, ErrorCode, Method, RpcError};
 use crate::runtime::Runtime;
-use crate::runtime::catalogue::Catalogue;
 
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
@@ -48,11 +45,13 @@ impl Rejection {
             error,
         }
     }
+}
 
-    /// Refused while admitting a request in `dialect`.
-    fn for_dialect(dialect: &Dialect, error: RpcError) -> Self {
+/// The status follows the dialect the request was refused in, if one was chosen.
+impl From<Refused> for Rejection {
+    fn from(Refused { error, dialect }: Refused) -> Self {
         Self {
-            status: status::of_error(Some(dialect), &error),
+            status: status::of_error(dialect, &error),
             error,
         }
     }
@@ -89,49 +88,32 @@ fn decode_header_value<'h>(name: &str, raw: &'h str) -> Result<Cow<'h, str>, Rpc
         })
 }
 
-/// Admits a request: chooses its dialect and applies that dialect's rules.
-pub(crate) fn admit_request(
-    runtime: &Runtime,
-    headers: &RequestHeaders<'_>,
-    id: &RequestId,
-    method_name: &str,
-    params: Option<SplitParams<'_>>,
-) -> Result<Call, Rejection> {
-    let fail = |e: RpcError| Rejection::admission(e.with_id(id.clone()));
-    let method = Method::parse(method_name);
-    let SplitParams {
-        meta,
-        arguments,
-        rest,
-        ..
-    } = params.unwrap_or_default();
-    let params = MethodParams::read(method, rest);
-    let catalogue = runtime.catalogue();
-    let header = headers
-        .protocol_version
-        .single(&PROTOCOL_VERSION)
-        .map_err(fail)?;
-    let body_version = meta
-        .as_ref()
-        .and_then(|m| m.meta.protocol_version.as_deref());
+/// The dialect choice of an HTTP request: its headers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Headers<'r, 'h>(pub(crate) &'r RequestHeaders<'h>);
 
-    // The dialect the request is answered in, or the refusal.
-    let dialect = 'chosen: {
-        if method == Method::Initialize && body_version.is_none() {
-            if let Some(error) = initialize_unsupported(runtime, &params, header) {
-                return Err(fail(error));
+impl Selector for Headers<'_, '_> {
+    fn select(&mut self, asked: &Asked<'_>) -> Result<&'static Dialect, Refused> {
+        let Self(headers) = *self;
+        let runtime = asked.runtime;
+        let params = asked.params;
+        let header = headers.protocol_version.single(&PROTOCOL_VERSION)?;
+        let body_version = asked.body_version();
+
+        if asked.method == Method::Initialize && body_version.is_none() {
+            if let Some(error) = initialize_unsupported(runtime, params, header) {
+                return Err(error.into());
             }
-            if let Some(dialect) = select_initialize(runtime, &params, header) {
+            if let Some(dialect) = select_initialize(runtime, params, header) {
                 if header.is_some_and(|h| h != dialect.version()) {
-                    return Err(Rejection::for_dialect(
-                    dialect,
-                    RpcError::invalid_params(format!(
-                        "MCP-Protocol-Version header conflicts with the negotiated version {dialect}"
-                    ))
-                    .with_id(id.clone()),
-                ));
+                    return Err(Refused::in_dialect(
+                        dialect,
+                        RpcError::invalid_params(format!(
+                            "MCP-Protocol-Version header conflicts with the negotiated version {dialect}"
+                        )),
+                    ));
                 }
-                break 'chosen dialect;
+                return Ok(dialect);
             }
         }
 
@@ -142,7 +124,7 @@ pub(crate) fn admit_request(
                 .headerless_dialect()
                 .filter(|_| body_version.is_none())
             {
-                break 'chosen dialect;
+                return Ok(dialect);
             }
             let message = "Missing MCP-Protocol-Version header: it is required on every request after initialize";
             let code = if runtime.stateless_dialect().is_some() {
@@ -150,45 +132,23 @@ pub(crate) fn admit_request(
             } else {
                 ErrorCode::INVALID_REQUEST
             };
-            return Err(fail(RpcError::new(code, message)));
+            return Err(RpcError::new(code, message).into());
         };
         let Some(dialect) = runtime.dialect(header) else {
-            return Err(fail(RpcError::unsupported_version(
-                runtime.supported_versions(),
-                header,
-            )));
+            return Err(RpcError::unsupported_version(runtime.supported_versions(), header).into());
         };
         if body_version.is_some_and(|b| b != header) {
-            return Err(fail(RpcError::header_mismatch(format!(
+            return Err(RpcError::header_mismatch(format!(
                 "MCP-Protocol-Version header {header:?} does not match params._meta protocolVersion {:?}",
                 body_version.unwrap_or_default()
-            ))));
+            ))
+            .into());
         }
         if dialect.is_stateless() {
-            check_stateless(
-                &catalogue,
-                headers,
-                method,
-                method_name,
-                meta.as_ref(),
-                (&params, arguments.as_ref()),
-            )
-            .map_err(fail)?;
+            check_stateless(headers, asked)?;
         }
-        dialect
-    };
-    let meta = meta
-        .map_or_else(|| Ok(RequestMeta::default()), MetaParse::into_result)
-        .map_err(|e| Rejection::for_dialect(dialect, e.with_id(id.clone())))?;
-    Ok(Call {
-        dialect,
-        method,
-        method_name: Call::name_of(method, method_name),
-        params,
-        arguments,
-        meta,
-        catalogue,
-    })
+        Ok(dialect)
+    }
 }
 
 /// The refusal of a legacy `initialize` by a runtime that speaks no initialize-era
@@ -211,14 +171,16 @@ fn initialize_unsupported(
 }
 
 /// The 2026-07-28 rules: `Mcp-Method`, required `_meta` members, `Mcp-Name`.
-fn check_stateless(
-    catalogue: &Catalogue,
-    headers: &RequestHeaders<'_>,
-    method: Method,
-    method_name: &str,
-    meta: Option<&MetaParse>,
-    (params, arguments): (&MethodParams, Option<&Value>),
-) -> Result<(), RpcError> {
+fn check_stateless(headers: &RequestHeaders<'_>, asked: &Asked<'_>) -> Result<(), RpcError> {
+    let &Asked {
+        method,
+        method_name,
+        meta,
+        params,
+        arguments,
+        catalogue,
+        ..
+    } = asked;
     match headers.mcp_method.single(&MCP_METHOD)? {
         None => return Err(RpcError::header_mismatch("Missing Mcp-Method header")),
         Some(h) if h != method_name => {
@@ -257,25 +219,35 @@ fn check_stateless(
     Ok(())
 }
 
+/// The dialect `MCP-Protocol-Version` names: `None` without the header, refused when it
+/// is malformed or names no enabled version.
+fn header_dialect(
+    runtime: &Runtime,
+    headers: &RequestHeaders<'_>,
+) -> Result<Option<&'static Dialect>, Rejection> {
+    let header = headers
+        .protocol_version
+        .single(&PROTOCOL_VERSION)
+        .map_err(Rejection::admission)?;
+    header
+        .map(|h| {
+            runtime.dialect(h).ok_or_else(|| {
+                Rejection::admission(RpcError::unsupported_version(
+                    runtime.supported_versions(),
+                    h,
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// The dialect of a JSON-RPC batch: the one the version header names, or the one a
 /// header-less request is taken to speak; it must be a revision with batches.
 pub(crate) fn admit_batch(
     runtime: &Runtime,
     headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = headers
-        .protocol_version
-        .single(&PROTOCOL_VERSION)
-        .map_err(Rejection::admission)?;
-    let dialect = match header {
-        None => runtime.headerless_dialect(),
-        Some(h) => Some(runtime.dialect(h).ok_or_else(|| {
-            Rejection::admission(RpcError::unsupported_version(
-                runtime.supported_versions(),
-                h,
-            ))
-        })?),
-    };
+    let dialect = header_dialect(runtime, headers)?.or_else(|| runtime.headerless_dialect());
     dialect.filter(|d| d.accepts_batches()).ok_or_else(|| {
         Rejection::admission(RpcError::new(
             ErrorCode::INVALID_REQUEST,
@@ -289,23 +261,20 @@ pub(crate) fn admit_notification(
     runtime: &Runtime,
     headers: &RequestHeaders<'_>,
 ) -> Result<&'static Dialect, Rejection> {
-    let header = headers
-        .protocol_version
-        .single(&PROTOCOL_VERSION)
-        .map_err(Rejection::admission)?;
-    match header {
-        // Header rules for notification POSTs are not defined in 2026-07-28; a client
-        // of the revision without the header (2025-03-26) sends none.
-        None => runtime.headerless_dialect().or_else(|| runtime.stateless_dialect()).ok_or_else(|| {
+    if let Some(dialect) = header_dialect(runtime, headers)? {
+        return Ok(dialect);
+    }
+    // Header rules for notification POSTs are not defined in 2026-07-28; a client of
+    // the revision without the header (2025-03-26) sends none.
+    runtime
+        .headerless_dialect()
+        .or_else(|| runtime.stateless_dialect())
+        .ok_or_else(|| {
             Rejection::admission(RpcError::new(
                 ErrorCode::INVALID_REQUEST,
                 "Missing MCP-Protocol-Version header: it is required on every message after initialize",
             ))
-        }),
-        Some(h) => runtime
-            .dialect(h)
-            .ok_or_else(|| Rejection::admission(RpcError::unsupported_version(runtime.supported_versions(), h))),
-    }
+        })
 }
 
 /// A JSON-RPC response POSTed by the client: only initialize-era clients send those.

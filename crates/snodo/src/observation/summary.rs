@@ -7,9 +7,9 @@
 //! that reads the summary instead writes the same line for less (issue 19: the request
 //! log is on every request). Any other subscriber sees an ordinary event.
 
-use super::observe::{Name, Outcome, Transport};
+use super::{Name, Outcome, Transport};
+use crate::caller::Principal;
 use crate::protocol::{Method, RequestId};
-use crate::runtime::context::Principal;
 
 scoped_tls::scoped_thread_local! {
     /// The summary of the request event being dispatched on this thread: the record's
@@ -185,6 +185,27 @@ impl RequestSummary {
             (Some(name), _) => name,
             (None, Some(m)) => m.as_str(),
             (None, None) => "-",
+        }
+    }
+
+    /// The summary of a message of `bytes_in` bytes that arrived on `transport`, before
+    /// anything else is known of it.
+    pub(crate) fn new(transport: Transport, bytes_in: usize) -> Self {
+        Self {
+            transport,
+            method: None,
+            method_name: None,
+            name: None,
+            dialect: None,
+            principal: None,
+            id: None,
+            outcome: Outcome::Ok,
+            code: None,
+            status: None,
+            limit: None,
+            duration_us: 0,
+            bytes_in: bytes_in as u64,
+            bytes_out: 0,
         }
     }
 
