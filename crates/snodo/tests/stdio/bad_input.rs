@@ -168,18 +168,19 @@ async fn unexpected_responses_and_notifications_are_ignored() {
     c.finish().await;
 }
 
-#[tokio::test]
-async fn a_client_that_stops_reading_stops_the_server_reading() {
-    // Small pipes and queues: the server must stop reading rather than buffer.
-    let config = StdioConfig::default().outbound_queue(2).max_in_flight(2);
-    let mut c = Client::start_with(builder(&MODERN).build().unwrap(), config, 4096);
-    let request = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
-        "name":"echo","arguments":{"text":"y".repeat(2000)},"_meta":{
+/// A 2026-07-28 `echo` call with id 1 and a text of `len` bytes, as one line.
+fn echo_line(len: usize) -> String {
+    json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"echo","arguments":{"text":"y".repeat(len)},"_meta":{
         "io.modelcontextprotocol/protocolVersion":V,
         "io.modelcontextprotocol/clientCapabilities":{}}}})
     .to_string()
-        + "\n";
-    // Without reading, writing 1000 requests (2 MB) cannot finish: the server stops.
+        + "\n"
+}
+
+/// Writes `request` up to 1000 times without reading; asserts the writes block within
+/// 2 s (the server stopped reading) and returns how many went through.
+async fn write_until_blocked(c: &mut Client, request: &str) -> usize {
     let mut written = 0;
     let blocked = tokio::time::timeout(Duration::from_secs(2), async {
         for _ in 0..1000 {
@@ -190,6 +191,17 @@ async fn a_client_that_stops_reading_stops_the_server_reading() {
     .await
     .is_err();
     assert!(blocked, "the server kept reading: {written} requests taken");
+    written
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_stops_the_server_reading() {
+    // Small pipes and queues: the server must stop reading rather than buffer.
+    let config = StdioConfig::default().outbound_queue(2).max_in_flight(2);
+    let mut c = Client::start_with(builder(&MODERN).build().unwrap(), config, 4096);
+    let request = echo_line(2000);
+    // Without reading, writing 1000 requests (2 MB) cannot finish: the server stops.
+    let written = write_until_blocked(&mut c, &request).await;
     assert!(written < 100, "{written} requests taken without reading");
     // Reading again lets everything through.
     for _ in 0..written {
@@ -208,22 +220,8 @@ async fn the_outbound_queue_is_bounded_in_bytes() {
         .outbound_bytes(64 * 1024)
         .max_in_flight(2);
     let mut c = Client::start_with(builder(&MODERN).build().unwrap(), config, 4096);
-    let request = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
-        "name":"echo","arguments":{"text":"y".repeat(20_000)},"_meta":{
-        "io.modelcontextprotocol/protocolVersion":V,
-        "io.modelcontextprotocol/clientCapabilities":{}}}})
-    .to_string()
-        + "\n";
-    let mut written = 0;
-    let blocked = tokio::time::timeout(Duration::from_secs(2), async {
-        for _ in 0..1000 {
-            c.write.write_all(request.as_bytes()).await.unwrap();
-            written += 1;
-        }
-    })
-    .await
-    .is_err();
-    assert!(blocked, "the server kept reading: {written} requests taken");
+    let request = echo_line(20_000);
+    let written = write_until_blocked(&mut c, &request).await;
     assert!(written < 16, "{written} requests taken without reading");
     // Reading again lets everything through, nothing dropped.
     for _ in 0..written {
