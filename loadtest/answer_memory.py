@@ -62,12 +62,19 @@ class Server:
                 return
             except OSError:
                 time.sleep(0.05)
+        self.stop()
         raise RuntimeError("server did not start")
 
     def stop(self):
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 def post(port, body, version=None, rcvbuf=None):
@@ -120,8 +127,7 @@ def read_request(i, root, name):
 
 
 def scenario_batch(binary, root):
-    srv = Server(binary, root)
-    try:
+    with Server(binary, root) as srv:
         batch = json.dumps([read_request(i, root, "big.txt") for i in range(64)])
         s = post(srv.port, batch)
         raw, took = read_all(s, 120)
@@ -138,13 +144,10 @@ def scenario_batch(binary, root):
         alive = srv.proc.poll() is None
         print(f"batch: request {len(batch)} B; {line}; {len(raw) / MIB:.1f} MiB in {took:.1f} s; {what}; "
               f"VmHWM {status(srv.proc.pid, 'VmHWM') if alive else 'n/a'} MiB; server alive: {alive}")
-    finally:
-        srv.stop()
 
 
 def scenario_unread(binary, root):
-    srv = Server(binary, root)
-    try:
+    with Server(binary, root) as srv:
         socks = [post(srv.port, json.dumps(read_request(i, root, "esc.txt")), "2025-11-25", rcvbuf=4096)
                  for i in range(24)]
         peak_rss = 0
@@ -165,13 +168,10 @@ def scenario_unread(binary, root):
         print(f"unread: 24 x 48 MiB answers not read for 8 s: peak VmRSS {peak_rss} MiB, "
               f"VmHWM {status(srv.proc.pid, 'VmHWM')} MiB, VmRSS after closing {status(srv.proc.pid, 'VmRSS')} MiB; "
               f"statuses {statuses}")
-    finally:
-        srv.stop()
 
 
 def scenario_slow(binary, root):
-    srv = Server(binary, root)
-    try:
+    with Server(binary, root) as srv:
         s = post(srv.port, json.dumps(read_request(1, root, "eleven.bin")), "2025-11-25", rcvbuf=16384)
         raw, took = read_all(s, 60, pace=400 * 1024)
         s.close()
@@ -179,13 +179,10 @@ def scenario_slow(binary, root):
         length = next((int(l.split(":")[1]) for l in head.lower().split("\r\n") if l.startswith("content-length:")), -1)
         print(f"slow: {len(body) / 1e6:.1f} MB of {length / 1e6:.1f} MB at 400 KiB/s in {took:.1f} s; "
               f"whole: {len(body) == length}")
-    finally:
-        srv.stop()
 
 
 def scenario_stalled(binary, root):
-    srv = Server(binary, root)
-    try:
+    with Server(binary, root) as srv:
         before = socket_fds(srv.proc.pid)
         s = post(srv.port, json.dumps(read_request(1, root, "eleven.bin")), "2025-11-25", rcvbuf=4096)
         start = time.time()
@@ -200,13 +197,10 @@ def scenario_stalled(binary, root):
         s.close()
         print(f"stalled: server sockets before {before}, while held {held}; connection dropped after "
               f"{'%.1f s' % released if released else 'more than 60 s'}")
-    finally:
-        srv.stop()
 
 
 def scenario_idle_exit(binary, root):
-    srv = Server(binary, root)
-    try:
+    with Server(binary, root) as srv:
         silent = socket.create_connection(("127.0.0.1", srv.port))
         half = socket.create_connection(("127.0.0.1", srv.port))
         half.sendall(b"POST /mcp HTTP/1.1\r\nHost: loc")
@@ -221,15 +215,12 @@ def scenario_idle_exit(binary, root):
               f"{time.time() - start:.2f} s")
         silent.close()
         half.close()
-    finally:
-        srv.stop()
 
 
 def scenario_metrics_emfile(binary, root):
     mport = free_port()
-    srv = Server(binary, root, extra=("--metrics-addr", f"127.0.0.1:{mport}"),
-                 prefix=("prlimit", "--nofile=64:64"))
-    try:
+    with Server(binary, root, extra=("--metrics-addr", f"127.0.0.1:{mport}"),
+                prefix=("prlimit", "--nofile=64:64")) as srv:
         flood = []
         for _ in range(80):
             try:
@@ -255,8 +246,6 @@ def scenario_metrics_emfile(binary, root):
 
         print(f"metrics_emfile: 80 idle connections to the metrics port under a 64-fd limit, closed; then "
               f"metrics scrape: {scrape(mport, '/metrics')!r}; MCP /healthz: {scrape(srv.port, '/healthz')!r}")
-    finally:
-        srv.stop()
 
 
 SCENARIOS = {
