@@ -9,7 +9,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use snodo_testkit::R2026_07_28;
+use snodo_testkit::errors::assert_says;
+use snodo_testkit::{R2026_07_28, assert_error};
 
 const V: &str = "2026-07-28";
 
@@ -352,15 +353,8 @@ fn a_request_running_past_the_drain_gets_an_error_before_exit() {
     let waited = closed.elapsed();
     assert!(waited >= Duration::from_secs(4), "exited after {waited:?}");
     let m = s.recv();
-    assert_eq!(m["id"], 7, "{m}");
-    assert_eq!(m["error"]["code"], -32603, "{m}");
-    assert!(
-        m["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("shutting down"),
-        "{m}"
-    );
+    let error = assert_error(&m, &json!(7), -32603);
+    assert_says(&error, "shutting down");
     assert!(
         s.lines.recv_timeout(Duration::from_secs(2)).is_err(),
         "one answer, then the end of stdout"

@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use snodo::http::{HttpConfig, Server};
 use snodo::protocol::{V2025_03_26, V2025_11_25};
 use snodo::{NoArguments, Runtime, Tool, ToolResult};
+use snodo_testkit::assert_error;
+use snodo_testkit::errors::assert_says;
 use snodo_testkit::http::{literal_post, parse};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -165,15 +167,8 @@ async fn an_answer_past_its_budget_is_an_error_in_its_place() {
     // Initialize-era errors travel in a 200.
     assert_eq!(r.status, 200, "{}", r.text());
     let m = r.json();
-    assert_eq!(m["id"], 1);
-    assert_eq!(m["error"]["code"], -32603, "{m}");
-    assert!(
-        m["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("one answer"),
-        "{m}"
-    );
+    let error = assert_error(&m, &json!(1), -32603);
+    assert_says(&error, "one answer");
     let r = s
         .raw(&request(s.addr, &call(2, "big", &json!({"size": MIB / 2}))))
         .await;
@@ -313,15 +308,8 @@ async fn a_request_running_when_the_drain_ends_gets_a_final_error() {
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("1"));
     let m = r.json();
-    assert_eq!(m["id"], 1);
-    assert_eq!(m["error"]["code"], -32603, "{m}");
-    assert!(
-        m["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("shutting down"),
-        "{m}"
-    );
+    let error = assert_error(&m, &json!(1), -32603);
+    assert_says(&error, "shutting down");
 }
 
 #[tokio::test]
@@ -357,14 +345,8 @@ async fn an_sse_stream_running_when_the_drain_ends_ends_with_a_final_error() {
     let r = parse(&raw);
     let events = r.events();
     let last = events.last().unwrap();
-    assert_eq!(last["id"], 7, "{last}");
-    assert_eq!(last["error"]["code"], -32603, "{last}");
-    assert!(
-        last["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("shutting down")
-    );
+    let error = assert_error(&last, &json!(7), -32603);
+    assert_says(&error, "shutting down");
 }
 
 #[tokio::test]
