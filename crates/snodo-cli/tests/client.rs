@@ -4,30 +4,16 @@
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use snodo_testkit::Process;
+use snodo_testkit::process::ok_json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_snodo");
 
 fn client(args: &[&str]) -> Output {
     Command::new(BIN).arg("client").args(args).output().unwrap()
-}
-
-fn ok_json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
 }
 
 fn fixture_stdio(extra: &str) -> String {
@@ -36,35 +22,20 @@ fn fixture_stdio(extra: &str) -> String {
 
 /// The fixture over HTTP on a free port; killed on drop.
 struct HttpFixture {
-    child: Child,
+    _child: Process,
     url: String,
 }
 
 impl HttpFixture {
     fn start() -> Self {
-        let mut child = Command::new(BIN)
-            .args(["fixture", "--addr", "127.0.0.1:0", "--page-size", "2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_owned();
-        Self { child, url }
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let mut child = Process::spawn(
+            Command::new(BIN)
+                .args(["fixture", "--addr", "127.0.0.1:0", "--page-size", "2"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        );
+        let url = child.announced_url();
+        Self { _child: child, url }
     }
 }
 

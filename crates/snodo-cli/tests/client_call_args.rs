@@ -12,7 +12,7 @@ mod demo_support;
 use std::process::{Command, Output};
 
 use demo_support::{BIN, Demo, folder, write};
-use serde_json::Value;
+use snodo_testkit::process::ok_json;
 
 fn client(server: &[&str], args: &[&str]) -> Output {
     Command::new(BIN)
@@ -21,16 +21,6 @@ fn client(server: &[&str], args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn ok_json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn calls_are_typed(server: &[&str]) {

@@ -6,14 +6,14 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
-use snodo_testkit::R2026_07_28;
+use snodo_testkit::{Process, R2026_07_28};
 
 struct Fixture {
-    child: Child,
+    child: Process,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next: i64,
@@ -22,14 +22,11 @@ struct Fixture {
 impl Fixture {
     fn start(db: &Path) -> Self {
         let store = format!("sqlite:{}", db.display());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
-            .args(["fixture", "--stdio", "--protocols", "2026-07-28"])
-            .args(["--task-store", &store, "--task-lease", "600"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Process::piped(
+            Command::new(env!("CARGO_BIN_EXE_snodo"))
+                .args(["fixture", "--stdio", "--protocols", "2026-07-28"])
+                .args(["--task-store", &store, "--task-lease", "600"]),
+        );
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Self {
@@ -188,14 +185,11 @@ fn a_second_live_process_leaves_the_first_ones_tasks_alone() {
 fn stored_tasks_are_capped_per_principal() {
     let db = temp_db();
     for store in ["memory".to_owned(), format!("sqlite:{}", db.display())] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
-            .args(["fixture", "--stdio", "--protocols", "2026-07-28"])
-            .args(["--task-store", &store, "--task-max-per-principal", "3"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Process::piped(
+            Command::new(env!("CARGO_BIN_EXE_snodo"))
+                .args(["fixture", "--stdio", "--protocols", "2026-07-28"])
+                .args(["--task-store", &store, "--task-max-per-principal", "3"]),
+        );
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         for id in 1..=5 {

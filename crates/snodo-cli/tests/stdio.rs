@@ -4,42 +4,27 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use snodo_testkit::errors::assert_says;
-use snodo_testkit::{R2026_07_28, assert_error};
+use snodo_testkit::{Process, R2026_07_28, assert_error};
 
 const V: &str = "2026-07-28";
 
 struct Server {
-    child: Child,
+    child: Process,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
 }
 
 impl Server {
     fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Process::piped(Command::new(env!("CARGO_BIN_EXE_snodo")).args(args));
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let lines = child.stdout_lines();
         Self {
             child,
             stdin,
@@ -92,13 +77,6 @@ impl Server {
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -9,6 +9,8 @@
 //! - [`http`]: one raw HTTP/1.1 reader (status, headers, de-chunked body, SSE events) and
 //!   an open SSE stream read event by event;
 //! - [`Lines`]: one line driver for newline-delimited JSON-RPC over any byte stream;
+//! - [`process`]: the binary under test as a child process, killed and reaped on drop,
+//!   its stdout read line by line or for the URL it announces;
 //! - [`errors`]: one set of error assertions (JSON-RPC code, message fragment, HTTP
 //!   status per revision);
 //! - [`schema`]: validation against the official JSON Schemas kept in
@@ -23,6 +25,7 @@
 pub mod errors;
 pub mod http;
 mod lines;
+pub mod process;
 pub mod request;
 mod revision;
 pub mod schema;
@@ -30,6 +33,7 @@ pub mod schema;
 pub use errors::{assert_error, assert_http_error, assert_refused};
 pub use http::{Reply, Stream};
 pub use lines::Lines;
+pub use process::Process;
 pub use request::Request;
 pub use revision::{
     INITIALIZE_ERA, R2025_03_26, R2025_06_18, R2025_11_25, R2026_07_28, REVISIONS, Revision,

@@ -3,15 +3,15 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snodo_testkit::Request;
+use snodo_testkit::{Process, Request};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_snodo");
 
@@ -41,30 +41,26 @@ pub enum Transport {
 
 /// A running demo; killed on drop.
 pub struct Demo {
-    child: Child,
+    child: Process,
     transport: Transport,
 }
 
 impl Demo {
     /// `snodo serve --root ROOT` over HTTP on a free loopback port.
     pub fn http(root: &Path) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--addr", "127.0.0.1:0", "--root"])
-            .arg(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
+        let mut child = Process::spawn(
+            Command::new(BIN)
+                .args(["serve", "--addr", "127.0.0.1:0", "--root"])
+                .arg(root)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        );
+        let url = child.announced_url();
+        let addr = url
+            .strip_prefix("http://")
             .and_then(|w| w.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .unwrap_or_else(|| panic!("no MCP URL: {url:?}"))
             .parse()
             .unwrap();
         Self {
@@ -75,25 +71,13 @@ impl Demo {
 
     /// `snodo serve --stdio --root ROOT`.
     pub fn stdio(root: &Path) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--stdio", "--root"])
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Process::piped(
+            Command::new(BIN)
+                .args(["serve", "--stdio", "--root"])
+                .arg(root),
+        );
         let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let lines = child.stdout_lines();
         Self {
             child,
             transport: Transport::Stdio { stdin, lines },
@@ -138,12 +122,5 @@ impl Demo {
                     .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"))
             }
         }
-    }
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
