@@ -15,8 +15,10 @@ async fn text_of(c: &Client, name: &str, args: serde_json::Value) -> String {
     r["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
-async fn tools_share_the_registered_state() {
+/// A client of the example's runtime, once built with the builder and once with the
+/// macros.
+async fn clients() -> Vec<Client> {
+    let mut clients = Vec::new();
     for runtime in [
         snodo_examples::state::runtime().unwrap(),
         snodo_examples::state::runtime_with_macros().unwrap(),
@@ -25,6 +27,14 @@ async fn tools_share_the_registered_state() {
             .connect_runtime(runtime)
             .await
             .unwrap();
+        clients.push(c);
+    }
+    clients
+}
+
+#[tokio::test]
+async fn tools_share_the_registered_state() {
+    for c in clients().await {
         assert_eq!(
             text_of(&c, "note_add", json!({"text": "a"})).await,
             "1 notes"
@@ -39,14 +49,7 @@ async fn tools_share_the_registered_state() {
 
 #[tokio::test]
 async fn a_resource_reads_the_same_state() {
-    for runtime in [
-        snodo_examples::state::runtime().unwrap(),
-        snodo_examples::state::runtime_with_macros().unwrap(),
-    ] {
-        let c = Client::builder("state-test", "1.0.0")
-            .connect_runtime(runtime)
-            .await
-            .unwrap();
+    for c in clients().await {
         text_of(&c, "note_add", json!({"text": "a"})).await;
         let r = c
             .request("resources/read", json!({"uri": "notes://all"}))
