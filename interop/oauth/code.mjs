@@ -19,22 +19,12 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 
+import { check, finish } from './checks.mjs';
+
 const bin = process.env.SNODO_BIN;
 const mcpUrl = process.env.MCP_URL;
 const issuer = process.env.ISSUER;
 const tokenFile = `${process.env.WORK}/tokens.json`;
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = '') {
-  if (ok) {
-    passed += 1;
-    console.log(`  PASS ${name}`);
-  } else {
-    failed += 1;
-    console.log(`  FAIL ${name}${detail ? `: ${detail}` : ''}`);
-  }
-}
 
 // --- the browser -------------------------------------------------------------------
 
@@ -232,5 +222,4 @@ check('a later --dpop run refreshes the bound token with the stored key (no logi
 const allErr = [first, second, third, fourth, fifth, sixth].map((r) => r.stderr).join('\n');
 check('no token on the client\'s stderr', ![...secrets].some((s) => allErr.includes(s)));
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

@@ -18,6 +18,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 
+import { check, finish } from './checks.mjs';
+
 const mcpUrl = process.env.MCP_URL;
 const issuer = process.env.ISSUER;
 const clientId = process.env.CLIENT_ID;
@@ -26,18 +28,6 @@ const providerPid = Number(process.env.PROVIDER_PID);
 const jwksReadyAt = Number(process.env.JWKS_READY_AT);
 const asLog = process.env.AS_LOG;
 const origin = new URL(mcpUrl).origin;
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = '') {
-  if (ok) {
-    passed += 1;
-    console.log(`  PASS ${name}`);
-  } else {
-    failed += 1;
-    console.log(`  FAIL ${name}${detail ? `: ${detail}` : ''}`);
-  }
-}
 
 // --- printing ------------------------------------------------------------------
 
@@ -340,6 +330,4 @@ section('7. key rotation at the provider (SIGUSR2), snodo not restarted');
   check('a token signed with the previous key (still published) still serves', old.res.status === 200, `${old.res.status}`);
 }
 
-console.log(`\noauth lane: ${passed} passed, ${failed} failed`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish('oauth lane');
