@@ -70,6 +70,14 @@ impl Mock {
     }
 }
 
+/// How many refresh-token grants the token endpoint has seen.
+fn refreshes(log: &Log) -> usize {
+    log.token
+        .iter()
+        .filter(|t| t["grant_type"] == "refresh_token")
+        .count()
+}
+
 async fn prm(State(m): State<Mock>) -> Response {
     let resource = m.resource.clone().unwrap_or(format!("{}/mcp", m.base));
     j(
@@ -340,14 +348,7 @@ async fn revoked_tokens_are_refreshed_once_for_concurrent_calls_and_rotated() {
     for c in calls {
         c.await.unwrap().unwrap();
     }
-    let refreshes = |m: &Mock| {
-        m.log()
-            .token
-            .iter()
-            .filter(|t| t["grant_type"] == "refresh_token")
-            .count()
-    };
-    assert_eq!(refreshes(&m), 1);
+    assert_eq!(refreshes(&m.log()), 1);
     assert_eq!(m.log().authorize.len(), 1, "a refresh, not a new login");
     let server = format!("{}/mcp", m.base);
     let stored = store.load(&server).unwrap().unwrap();
@@ -356,7 +357,7 @@ async fn revoked_tokens_are_refreshed_once_for_concurrent_calls_and_rotated() {
     // Again: the rotated refresh token (rt-4) is the one presented; rt-2 would be refused.
     lock(&m.valid).clear();
     client.list_tools().await.unwrap();
-    assert_eq!(refreshes(&m), 2);
+    assert_eq!(refreshes(&m.log()), 2);
     assert_eq!(m.log().authorize.len(), 1);
 }
 
@@ -386,13 +387,7 @@ async fn a_token_file_carries_the_login_to_the_next_client() {
     let log = m.log();
     assert_eq!(log.authorize.len(), 1, "a later client logged in again");
     assert_eq!(log.register.len(), 1, "a later client registered again");
-    assert_eq!(
-        log.token
-            .iter()
-            .filter(|t| t["grant_type"] == "refresh_token")
-            .count(),
-        1
-    );
+    assert_eq!(refreshes(&log), 1);
     assert!(std::fs::read_to_string(&path).unwrap().contains("rt-4"));
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -406,14 +401,7 @@ async fn tokens_about_to_expire_are_refreshed_once_for_concurrent_calls() {
         .unwrap();
     client.list_tools().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let refreshes = |m: &Mock| {
-        m.log()
-            .token
-            .iter()
-            .filter(|t| t["grant_type"] == "refresh_token")
-            .count()
-    };
-    let before = refreshes(&m);
+    let before = refreshes(&m.log());
     let calls: Vec<_> = (0..6)
         .map(|_| {
             let c = client.clone();
@@ -424,6 +412,6 @@ async fn tokens_about_to_expire_are_refreshed_once_for_concurrent_calls() {
         c.await.unwrap().unwrap();
     }
     assert_eq!(before, 0, "a fresh token was refreshed");
-    assert_eq!(refreshes(&m), 1, "one refresh for the six calls");
+    assert_eq!(refreshes(&m.log()), 1, "one refresh for the six calls");
     assert_eq!(m.log().authorize.len(), 1);
 }

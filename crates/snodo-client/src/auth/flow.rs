@@ -11,12 +11,12 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 
 use super::challenge::Refusal;
 use super::crypto::now;
-use super::discovery::{Discovery, discover, resource_matches};
+use super::discovery::{Discovery, ServerMeta, discover, resource_matches};
 use super::dpop::Dpop;
 use super::net::Net;
 use super::registration::{identify, known};
 use super::store::Tokens;
-use super::token::TokenRequest;
+use super::token::{ClientAuth, TokenRequest};
 use super::{Grant, OAuthConfig};
 use crate::error::ClientError;
 use crate::http::Sender;
@@ -305,13 +305,7 @@ impl Session {
         let auth = known(&self.cfg, &d.server, &t.client_id)?.ok_or_else(|| {
             ClientError::Auth("the client the token was issued to is no longer known".into())
         })?;
-        let req = TokenRequest {
-            net: &self.net,
-            issuer: &d.server.issuer,
-            endpoint: &d.server.token_endpoint,
-            auth: &auth,
-            dpop: self.dpop.as_ref(),
-        };
+        let req = self.token_request(&d.server, &auth);
         let mut form = vec![
             ("grant_type", "refresh_token"),
             ("refresh_token", rt.as_str()),
@@ -329,6 +323,22 @@ impl Session {
         self.set_current(Some(fresh));
         st.proven = false;
         Ok(())
+    }
+
+    /// A request to the token endpoint of `server`, as `auth`, with this flow's DPoP
+    /// key if it has one.
+    fn token_request<'a>(
+        &'a self,
+        server: &'a ServerMeta,
+        auth: &'a ClientAuth,
+    ) -> TokenRequest<'a> {
+        TokenRequest {
+            net: &self.net,
+            issuer: &server.issuer,
+            endpoint: &server.token_endpoint,
+            auth,
+            dpop: self.dpop.as_ref(),
+        }
     }
 
     /// A DPoP-bound token keeps its key, so that it (and its refresh token) outlive
@@ -385,13 +395,7 @@ impl Session {
         let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
         let redirect_uri = self.redirect_uri()?;
         let auth = identify(&self.cfg, &self.net, &d.server, &redirect_uri).await?;
-        let req = TokenRequest {
-            net: &self.net,
-            issuer: &d.server.issuer,
-            endpoint: &d.server.token_endpoint,
-            auth: &auth,
-            dpop: self.dpop.as_ref(),
-        };
+        let req = self.token_request(&d.server, &auth);
         let tokens = match &self.cfg.grant {
             Grant::ClientCredentials => {
                 let mut form = vec![("grant_type", "client_credentials")];
