@@ -43,6 +43,34 @@ where
     erase(handler, std::convert::identity)
 }
 
+/// `on_read` (documented by the caller, whose doc example differs) and its `reader`
+/// shorthand: the same two builder methods on [`Resource`] and [`ResourceTemplate`],
+/// whose `reader` field both hold a [`Slot<Reader>`].
+macro_rules! read_methods {
+    ($(#[$doc:meta])*) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn on_read<M, H>(mut self, handler: H) -> Self
+        where
+            H: Handler<ReadRequest, M, Output = Result<Vec<ResourceContents>, HandlerError>>,
+        {
+            self.reader = boxed_reader(handler);
+            self
+        }
+
+        /// Sets the reader: [`on_read`](Self::on_read) for the `(request, context)`
+        /// closure, whose parameter types need no annotation.
+        #[must_use]
+        pub fn reader<F, Fut>(self, f: F) -> Self
+        where
+            F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
+        {
+            self.on_read(f)
+        }
+    };
+}
+
 /// The listed description of a resource (`Resource` on the wire).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -205,36 +233,19 @@ impl Resource {
         self
     }
 
-    /// Sets the reader of `resources/read`: an async function (or closure) of the
-    /// [`ReadRequest`], optionally with the [`RequestContext`] after it and a
-    /// [`State`](crate::State) before it ([`Handler`] lists the forms).
-    ///
-    /// ```
-    /// # use snodo::{ReadRequest, Resource, ResourceContents, State};
-    /// # #[derive(Clone)] struct Motd(&'static str);
-    /// let r = Resource::new("motd://today", "motd").on_read(|State(m): State<Motd>, req: ReadRequest| async move {
-    ///     Ok(vec![ResourceContents::text(req.uri, m.0)])
-    /// });
-    /// # let _ = r;
-    /// ```
-    #[must_use]
-    pub fn on_read<M, H>(mut self, handler: H) -> Self
-    where
-        H: Handler<ReadRequest, M, Output = Result<Vec<ResourceContents>, HandlerError>>,
-    {
-        self.reader = boxed_reader(handler);
-        self
-    }
-
-    /// Sets the reader: [`on_read`](Self::on_read) for the `(request, context)`
-    /// closure, whose parameter types need no annotation.
-    #[must_use]
-    pub fn reader<F, Fut>(self, f: F) -> Self
-    where
-        F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
-    {
-        self.on_read(f)
+    read_methods! {
+        /// Sets the reader of `resources/read`: an async function (or closure) of the
+        /// [`ReadRequest`], optionally with the [`RequestContext`] after it and a
+        /// [`State`](crate::State) before it ([`Handler`] lists the forms).
+        ///
+        /// ```
+        /// # use snodo::{ReadRequest, Resource, ResourceContents, State};
+        /// # #[derive(Clone)] struct Motd(&'static str);
+        /// let r = Resource::new("motd://today", "motd").on_read(|State(m): State<Motd>, req: ReadRequest| async move {
+        ///     Ok(vec![ResourceContents::text(req.uri, m.0)])
+        /// });
+        /// # let _ = r;
+        /// ```
     }
 
     /// Binds a reader that takes state; `Err(type name)` when it is not registered.
@@ -352,37 +363,20 @@ impl ResourceTemplate {
         self
     }
 
-    /// Sets the reader of the resources it addresses: any [`Handler`] form of a
-    /// [`ReadRequest`], whose `variables` are the template's.
-    ///
-    /// ```
-    /// # use snodo::{ReadRequest, ResourceContents, ResourceTemplate, State};
-    /// # #[derive(Clone)] struct Notes;
-    /// let t = ResourceTemplate::new("note://{id}", "note")
-    ///     .on_read(|State(_notes): State<Notes>, req: ReadRequest| async move {
-    ///         let id = req.variables.get("id").cloned().unwrap_or_default();
-    ///         Ok(vec![ResourceContents::text(req.uri, format!("note {id}"))])
-    ///     });
-    /// # let _ = t;
-    /// ```
-    #[must_use]
-    pub fn on_read<M, H>(mut self, handler: H) -> Self
-    where
-        H: Handler<ReadRequest, M, Output = Result<Vec<ResourceContents>, HandlerError>>,
-    {
-        self.reader = boxed_reader(handler);
-        self
-    }
-
-    /// Sets the reader: [`on_read`](Self::on_read) for the `(request, context)`
-    /// closure, whose parameter types need no annotation.
-    #[must_use]
-    pub fn reader<F, Fut>(self, f: F) -> Self
-    where
-        F: Fn(ReadRequest, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
-    {
-        self.on_read(f)
+    read_methods! {
+        /// Sets the reader of the resources it addresses: any [`Handler`] form of a
+        /// [`ReadRequest`], whose `variables` are the template's.
+        ///
+        /// ```
+        /// # use snodo::{ReadRequest, ResourceContents, ResourceTemplate, State};
+        /// # #[derive(Clone)] struct Notes;
+        /// let t = ResourceTemplate::new("note://{id}", "note")
+        ///     .on_read(|State(_notes): State<Notes>, req: ReadRequest| async move {
+        ///         let id = req.variables.get("id").cloned().unwrap_or_default();
+        ///         Ok(vec![ResourceContents::text(req.uri, format!("note {id}"))])
+        ///     });
+        /// # let _ = t;
+        /// ```
     }
 
     /// Sets the lister: the concrete resources this template currently addresses,
