@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::annotations::Annotations;
-use crate::protocol::json_text::write_str;
+use crate::protocol::json_text::{str_len, write_str};
 
 /// A conversation role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -302,14 +302,14 @@ impl ToolResult {
         self.meta.as_ref()?.get(key)
     }
 
-    /// About how many bytes [`write_json`](Self::write_json) writes (exact for plain
-    /// text without escapes), to size the response buffer once.
+    /// About how many bytes [`write_json`](Self::write_json) writes (text blocks
+    /// counted escaped), to size the response buffer once.
     pub(crate) fn size_hint(&self) -> usize {
         let blocks: usize = self
             .content
             .iter()
             .map(|b| match b {
-                Content::Text { text, .. } => text.len() + 32,
+                Content::Text { text, .. } => str_len(text) + 30,
                 _ => 256,
             })
             .sum();

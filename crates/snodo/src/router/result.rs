@@ -8,6 +8,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::model::ToolResult;
+use crate::protocol::json_text::str_len;
 use crate::protocol::jsonrpc::write_id;
 use crate::protocol::{Method, RequestId};
 
@@ -156,6 +157,18 @@ impl ResultObject {
 
     /// The response message `{"jsonrpc":"2.0","id":…,"result":…}`, written in one buffer.
     pub(crate) fn message(&self, id: &RequestId) -> Bytes {
+        Bytes::from(self.message_buffer(id))
+    }
+
+    /// The message's bytes, in a buffer sized from the result beforehand: grown by
+    /// doubling, a large result would take up to twice its size at the peak, and the
+    /// answer would keep the spare capacity while it waits to be written.
+    fn message_buffer(&self, id: &RequestId) -> Vec<u8> {
+        let fields = self
+            .fields
+            .iter()
+            .map(|(k, v)| str_len(k) + 2 + json_len(v))
+            .sum::<usize>();
         let guess = self
             .members
             .iter()
@@ -166,13 +179,29 @@ impl ResultObject {
                 Member::Tool(r) => r.size_hint(),
             })
             .sum::<usize>();
-        let mut out = Vec::with_capacity(guess + 64 + 32 * self.fields.len());
+        let mut out = Vec::with_capacity(guess + fields + 64);
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         write_id(&mut out, id);
         out.extend_from_slice(b",\"result\":");
         self.write(&mut out);
         out.push(b'}');
-        Bytes::from(out)
+        out
+    }
+}
+
+/// About how many bytes `v` takes as JSON text: exact but for numbers (24 at most).
+fn json_len(v: &Value) -> usize {
+    match v {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => str_len(s),
+        Value::Array(items) => 2 + items.iter().map(|i| json_len(i) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| str_len(k) + 2 + json_len(v))
+                .sum::<usize>()
+        }
     }
 }
 
@@ -246,6 +275,33 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<Value>(&later.to_json()).ok(),
             Some(expected)
+        );
+    }
+
+    #[test]
+    fn the_message_buffer_is_sized_once() {
+        // Escapes, nesting and a text field: the buffer is not grown past what it holds.
+        let text = "line\n\u{1}\"quoted\"\t".repeat(100_000);
+        let mut r = ResultObject::default();
+        r.fields.insert(
+            "contents".into(),
+            serde_json::json!([{"uri": "file:///a", "text": text, "n": [1, 2.5, null, true]}]),
+        );
+        r.members.push(Member::Static(COMPLETE));
+        let out = r.message_buffer(&RequestId::Number(1));
+        assert!(
+            out.capacity() - out.len() < 256,
+            "{} of {}",
+            out.len(),
+            out.capacity()
+        );
+        let tool = ResultObject::tool(ToolResult::text(text));
+        let out = tool.message_buffer(&RequestId::Number(1));
+        assert!(
+            out.capacity() - out.len() < 256,
+            "{} of {}",
+            out.len(),
+            out.capacity()
         );
     }
 
