@@ -232,3 +232,45 @@ fn out_of_descriptors_is_a_retryable_internal_error_over_stdio() {
     let pid = demo.pid();
     out_of_descriptors(pid, &root, &mut |r: &Request| demo.rpc(r));
 }
+
+/// Out of descriptors, the accept loop retries every 100 ms without end; its log line
+/// is written once, then at most once per ten seconds (it wrote ten a second).
+#[test]
+fn failed_accepts_are_logged_once_not_per_retry() {
+    let root = tree("demo-descriptors-accept-log");
+    let log = root.join("stderr.log");
+    let mut child = snodo_testkit::Process::spawn(
+        Command::new(demo_support::BIN)
+            .args(["serve", "--addr", "127.0.0.1:0", "--root"])
+            .arg(&root)
+            .env("RUST_LOG", "snodo=warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap()),
+    );
+    let url = child.announced_url();
+    let addr: SocketAddr = url
+        .strip_prefix("http://")
+        .and_then(|w| w.strip_suffix("/mcp"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let pid = child.id();
+    let limit = soft_limit(pid);
+    starve(pid);
+    // A connection waits in the backlog: every accept of it fails with EMFILE.
+    let waiting = TcpStream::connect(addr).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    set_soft_limit(pid, limit);
+    drop(waiting);
+    drop(child);
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let lines = stderr
+        .lines()
+        .filter(|l| l.contains("accept failed"))
+        .count();
+    assert!(
+        (1..=2).contains(&lines),
+        "{lines} accept-failure lines in 2.5 s:\n{stderr}"
+    );
+}

@@ -3,8 +3,8 @@
 //!
 //! - at most `max_connections` open at once; further connections wait in the kernel's
 //!   accept backlog;
-//! - a failed `accept` (out of descriptors, `EMFILE`) is logged and retried after a
-//!   short pause: the listener never stops for it;
+//! - a failed `accept` (out of descriptors, `EMFILE`) is retried after a short pause
+//!   and logged at most once per ten seconds: the listener never stops for it;
 //! - a connection that sends nothing is dropped after the head timeout (it is peeked
 //!   before hyper sees it), one that sends no head in time likewise, and one whose
 //!   client stops reading its answer after the write timeout ([`HeadDeadline`]);
@@ -14,7 +14,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -49,6 +49,33 @@ pub(crate) struct ConnLimits {
 
 /// How long the accept loop pauses after a failed `accept`.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// At most one log line per this long for failed accepts.
+const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The log of failed accepts: retried every [`ACCEPT_RETRY`] while out of descriptors,
+/// they would write ten lines a second; the first is logged at once, then at most one
+/// per [`ACCEPT_LOG_EVERY`], saying how many failed since the last line.
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    logged: Option<Instant>,
+    since: u64,
+}
+
+impl AcceptFailures {
+    fn failed(&mut self, error: &std::io::Error) {
+        self.since += 1;
+        let now = Instant::now();
+        if self
+            .logged
+            .is_none_or(|at| now.duration_since(at) >= ACCEPT_LOG_EVERY)
+        {
+            tracing::warn!(%error, failures = self.since, "accept failed; retrying");
+            self.logged = Some(now);
+            self.since = 0;
+        }
+    }
+}
 
 /// The open connections of a listener whose accept loop ended.
 #[derive(Debug)]
@@ -103,6 +130,7 @@ where
     // `header_read_timeout`, which arms a timer per request.
     builder.max_headers(limits.max_headers);
     tokio::pin!(shutdown);
+    let mut accept_failures = AcceptFailures::default();
     loop {
         let permit = tokio::select! {
             p = Arc::clone(&connections).acquire_owned() => match p {
@@ -117,7 +145,7 @@ where
                 Err(e) => {
                     // Out of descriptors (or a connection reset before it was
                     // accepted): the listener stays, and tries again shortly.
-                    tracing::warn!(error = %e, "accept failed; retrying");
+                    accept_failures.failed(&e);
                     tokio::time::sleep(ACCEPT_RETRY).await;
                     continue;
                 }
