@@ -52,6 +52,17 @@ fn request_event_wanted() -> bool {
         || (!interest.is_never() && tracing::dispatcher::get_default(|d| d.enabled(&META)))
 }
 
+/// Serialises the unit tests that install a `tracing` subscriber or assert what
+/// [`request_event_wanted`] answers: the interest `tracing` caches per call site and its
+/// maximum level are global, rebuilt from every live subscriber, so one test's
+/// subscriber, run in parallel, changes what another sees.
+#[cfg(test)]
+pub(crate) fn tracing_test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// What every request of one engine observes with.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Observe {
@@ -330,6 +341,9 @@ mod tests {
     /// so no record (and no allocation) is made.
     #[test]
     fn nothing_is_recorded_when_nothing_observes() {
+        let _alone = tracing_test_lock();
+        // The cached interest may still count a subscriber an earlier test dropped.
+        tracing::callsite::rebuild_interest_cache();
         let observe = Observe::default();
         assert!(observe.begin(Transport::Http, 10, Instant::now()).is_none());
         // A subscriber that wants everything but the request events.

@@ -269,6 +269,7 @@ mod tests {
     /// with the same types, so a formatter reading it writes the same line.
     #[test]
     fn the_summary_says_what_the_event_says() {
+        let _alone = crate::engine::observe::tracing_test_lock();
         let seen = Seen::default();
         let subscriber = tracing_subscriber::registry().with(Both(Arc::clone(&seen)));
         tracing::subscriber::with_default(subscriber, || {
