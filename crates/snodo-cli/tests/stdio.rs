@@ -389,3 +389,74 @@ fn the_stdio_request_log_names_notifications() {
         "{stderr}"
     );
 }
+
+/// Echo calls whose answers (20 x 256 KiB) fill the pipe, and one call still running.
+fn big_answers_and_a_slow_call() -> String {
+    let mut lines = String::new();
+    for id in 1..=20 {
+        let call = R2026_07_28
+            .request("tools/call")
+            .id(id)
+            .params(json!({"name":"echo","arguments":{"text":"y".repeat(256 * 1024)}}))
+            .body();
+        lines.push_str(&call);
+        lines.push('\n');
+    }
+    lines.push_str(&slow_call(99, 60.0));
+    lines.push('\n');
+    lines
+}
+
+/// Waits up to `wait` for `child` to exit.
+fn exits_within(child: &mut Process, wait: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// The client dies while the server writes its answers (both pipes close mid-answer,
+/// one request still running): the server stops writing, gives the running request the
+/// drain period (5 s) and exits; nothing hangs.
+#[test]
+fn a_client_that_dies_mid_answer_ends_the_server() {
+    let mut child =
+        Process::piped(Command::new(env!("CARGO_BIN_EXE_snodo")).args(["fixture", "--stdio"]));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    stdin
+        .write_all(big_answers_and_a_slow_call().as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    // Part of the first answer, then the client is gone.
+    let mut some = [0u8; 4096];
+    std::io::Read::read_exact(&mut stdout, &mut some).unwrap();
+    drop(stdout);
+    drop(stdin);
+    let status = exits_within(&mut child, Duration::from_secs(15)).expect("the server exits");
+    assert!(status.code().is_some(), "ended by a signal: {status:?}");
+}
+
+/// The client stops reading for good (it closes its end of stdout) but keeps stdin
+/// open: the server notices at its next write, stops reading and exits.
+#[test]
+fn a_client_that_closes_stdout_mid_answer_ends_the_server() {
+    let mut child =
+        Process::piped(Command::new(env!("CARGO_BIN_EXE_snodo")).args(["fixture", "--stdio"]));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    stdin
+        .write_all(big_answers_and_a_slow_call().as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut some = [0u8; 4096];
+    std::io::Read::read_exact(&mut stdout, &mut some).unwrap();
+    drop(stdout);
+    let status = exits_within(&mut child, Duration::from_secs(15)).expect("the server exits");
+    assert!(status.code().is_some(), "ended by a signal: {status:?}");
+    drop(stdin);
+}
