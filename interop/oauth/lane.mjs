@@ -9,7 +9,7 @@
 // fingerprint only. Ends with "N passed, M failed".
 //
 // Environment: MCP_URL, ISSUER, CLIENT_ID, CLIENT_SECRET, PROVIDER_PID (for the
-// rotation signal), AS_LOG (the provider's request log), JWKS_READY_AT (ms since the epoch after which snodo may fetch the
+// rotation signal), AS_LOG (the provider's request log), SNODO_LOG (snodo's stderr), JWKS_READY_AT (ms since the epoch after which snodo may fetch the
 // JWKS again: its minimum refetch interval after its start-up fetch).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -28,6 +28,15 @@ const providerPid = Number(process.env.PROVIDER_PID);
 const jwksReadyAt = Number(process.env.JWKS_READY_AT);
 const asLog = process.env.AS_LOG;
 const origin = new URL(mcpUrl).origin;
+
+/** snodo's stderr so far (its request log), or '' without SNODO_LOG. */
+function snodoLog() {
+  try {
+    return readFileSync(process.env.SNODO_LOG ?? '', 'utf8');
+  } catch {
+    return '';
+  }
+}
 
 // --- printing ------------------------------------------------------------------
 
@@ -296,7 +305,23 @@ async function sdkRun(label, scope) {
 }
 
 section('6. official TypeScript SDK client (1.32.2, ClientCredentialsProvider): 401 -> metadata -> token -> initialize; 403 -> step-up -> call');
+const logFrom = snodoLog().length;
 const before = await sdkRun('sdk', undefined);
+{
+  // The SDK's metadata probe is a path other than /mcp: snodo's request log has a line
+  // for it (it had none before issue 37), as for the MCP requests.
+  await new Promise((r) => setTimeout(r, 200));
+  const probes = snodoLog()
+    .slice(logFrom)
+    .split('\n')
+    .filter((l) => l.includes('snodo::request') && l.includes('path="/.well-known/oauth-protected-resource'));
+  for (const l of probes) console.log(`    snodo log: ${l.slice(l.indexOf('snodo::request'))}`);
+  check(
+    "snodo's request log has a line for the SDK's .well-known probe (GET, 200)",
+    probes.some((l) => l.includes('http_method="GET"') && l.includes('status=200')),
+    `${probes.length} lines`,
+  );
+}
 const kidBefore = decodePart(before.split('.')[0] ?? '').kid;
 check('the SDK ended with a token holding the union of scopes', decodePart(before.split('.')[1] ?? '').scope === 'mcp files:read');
 

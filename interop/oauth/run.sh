@@ -105,7 +105,7 @@ sed 's/^/snodo: /' "$WORK/snodo.log"
 # --- the exchanges ----------------------------------------------------------------------
 status=0
 MCP_URL="$MCP_URL" ISSUER="$ISSUER" CLIENT_ID="$CLIENT_ID" CLIENT_SECRET="$CLIENT_SECRET" \
-    PROVIDER_PID="$AS_PID" AS_LOG="$WORK/as.log" JWKS_READY_AT="$JWKS_READY_AT" \
+    PROVIDER_PID="$AS_PID" AS_LOG="$WORK/as.log" SNODO_LOG="$WORK/snodo.log" JWKS_READY_AT="$JWKS_READY_AT" \
     timeout 120 "$NODE" "$HERE/lane.mjs" | tee "$WORK/lane.out" || status=$?
 # snodo client --oauth with a real authorization-code login (code.mjs plays the browser).
 SNODO_BIN="$SNODO_BIN" MCP_URL="$MCP_URL" ISSUER="$ISSUER" WORK="$WORK" \
