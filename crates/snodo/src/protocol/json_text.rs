@@ -20,6 +20,21 @@ const fn zero_in(v: u64) -> u64 {
     v.wrapping_sub(ONES) & !v
 }
 
+/// The index of the first whole 8-byte word from `i` on that has something to escape
+/// (or of the tail shorter than a word).
+fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
+    for word in bytes[i..].chunks_exact(8) {
+        let word: [u8; 8] = [
+            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+        ];
+        if needs_escape(u64::from_le_bytes(word)) {
+            break;
+        }
+        i += 8;
+    }
+    i
+}
+
 /// Appends `s` as a JSON string literal (quotes included), escaped like serde_json.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
@@ -28,16 +43,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let mut run = 0; // start of the bytes not yet copied
     let mut i = 0;
     while i < bytes.len() {
-        // Skip whole words that need no escape.
-        for word in bytes[i..].chunks_exact(8) {
-            let word: [u8; 8] = [
-                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-            ];
-            if needs_escape(u64::from_le_bytes(word)) {
-                break;
-            }
-            i += 8;
-        }
+        i = skip_plain_words(bytes, i);
         // Byte by byte through the word that has something to escape (or the tail).
         let end = (i + 8).min(bytes.len());
         for (at, &b) in bytes.iter().enumerate().take(end).skip(i) {
@@ -60,15 +66,7 @@ pub(crate) fn str_len(s: &str) -> usize {
     let mut len = bytes.len() + 2;
     let mut i = 0;
     while i < bytes.len() {
-        for word in bytes[i..].chunks_exact(8) {
-            let word: [u8; 8] = [
-                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-            ];
-            if needs_escape(u64::from_le_bytes(word)) {
-                break;
-            }
-            i += 8;
-        }
+        i = skip_plain_words(bytes, i);
         let end = (i + 8).min(bytes.len());
         for &b in &bytes[i..end] {
             len += match escape_of(b) {

@@ -288,21 +288,11 @@ mod tests {
             serde_json::json!([{"uri": "file:///a", "text": text, "n": [1, 2.5, null, true]}]),
         );
         r.members.push(Member::Static(COMPLETE));
-        let out = r.message_buffer(&RequestId::Number(1));
-        assert!(
-            out.capacity() - out.len() < 256,
-            "{} of {}",
-            out.len(),
-            out.capacity()
-        );
-        let tool = ResultObject::tool(ToolResult::text(text));
-        let out = tool.message_buffer(&RequestId::Number(1));
-        assert!(
-            out.capacity() - out.len() < 256,
-            "{} of {}",
-            out.len(),
-            out.capacity()
-        );
+        for r in [r, ResultObject::tool(ToolResult::text(text))] {
+            let out = r.message_buffer(&RequestId::Number(1));
+            let spare = out.capacity() - out.len();
+            assert!(spare < 256, "{} of {}", out.len(), out.capacity());
+        }
     }
 
     #[test]
