@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -419,11 +419,9 @@ fn exits_within(child: &mut Process, wait: Duration) -> Option<std::process::Exi
     None
 }
 
-/// The client dies while the server writes its answers (both pipes close mid-answer,
-/// one request still running): the server stops writing, gives the running request the
-/// drain period (5 s) and exits; nothing hangs.
-#[test]
-fn a_client_that_dies_mid_answer_ends_the_server() {
+/// The fixture with 20 big answers and a slow call asked of it and the first 4 KiB of
+/// its answers read: the server is writing. Its stdin and the rest of its stdout.
+fn answering() -> (Process, ChildStdin, ChildStdout) {
     let mut child =
         Process::piped(Command::new(env!("CARGO_BIN_EXE_snodo")).args(["fixture", "--stdio"]));
     let mut stdin = child.stdin.take().unwrap();
@@ -432,9 +430,17 @@ fn a_client_that_dies_mid_answer_ends_the_server() {
         .write_all(big_answers_and_a_slow_call().as_bytes())
         .unwrap();
     stdin.flush().unwrap();
-    // Part of the first answer, then the client is gone.
     let mut some = [0u8; 4096];
     std::io::Read::read_exact(&mut stdout, &mut some).unwrap();
+    (child, stdin, stdout)
+}
+
+/// The client dies while the server writes its answers (both pipes close mid-answer,
+/// one request still running): the server stops writing, gives the running request the
+/// drain period (5 s) and exits; nothing hangs.
+#[test]
+fn a_client_that_dies_mid_answer_ends_the_server() {
+    let (mut child, stdin, stdout) = answering();
     drop(stdout);
     drop(stdin);
     let status = exits_within(&mut child, Duration::from_secs(15)).expect("the server exits");
@@ -445,16 +451,7 @@ fn a_client_that_dies_mid_answer_ends_the_server() {
 /// open: the server notices at its next write, stops reading and exits.
 #[test]
 fn a_client_that_closes_stdout_mid_answer_ends_the_server() {
-    let mut child =
-        Process::piped(Command::new(env!("CARGO_BIN_EXE_snodo")).args(["fixture", "--stdio"]));
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    stdin
-        .write_all(big_answers_and_a_slow_call().as_bytes())
-        .unwrap();
-    stdin.flush().unwrap();
-    let mut some = [0u8; 4096];
-    std::io::Read::read_exact(&mut stdout, &mut some).unwrap();
+    let (mut child, stdin, stdout) = answering();
     drop(stdout);
     let status = exits_within(&mut child, Duration::from_secs(15)).expect("the server exits");
     assert!(status.code().is_some(), "ended by a signal: {status:?}");
