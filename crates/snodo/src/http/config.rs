@@ -59,6 +59,51 @@ pub struct HttpConfig {
     pub(crate) max_buffered_answer_bytes: usize,
     /// Identifies the caller of every request (none: every caller is anonymous).
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
+    /// HTTP/2's own limits.
+    pub(crate) http2: Http2Limits,
+}
+
+/// The limits of an HTTP/2 connection, beside those every request has (body size,
+/// deadlines, header count, the connection cap): set with [`HttpConfig::http2_limits`].
+///
+/// ```
+/// use std::time::Duration;
+/// use snodo::http::{Http2Limits, HttpConfig};
+/// let limits = Http2Limits {
+///     max_concurrent_streams: 64,
+///     ..Http2Limits::default()
+/// };
+/// let config = HttpConfig::default().http2_limits(limits);
+/// assert_eq!(Http2Limits::default().keep_alive_interval, Some(Duration::from_secs(30)));
+/// # let _ = config;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Http2Limits {
+    /// Streams (requests) open at once on one connection; the client is told in its
+    /// SETTINGS, and a stream beyond is refused (`REFUSED_STREAM`). Default 200.
+    pub max_concurrent_streams: u32,
+    /// Largest request header block, in bytes, uncompressed (HPACK), as HTTP/2 counts
+    /// it: 32 bytes a field plus name and value. Beyond, the request is refused (431).
+    /// Default 64 KiB.
+    pub max_header_list_bytes: u32,
+    /// Interval of the server's keep-alive PINGs on a connection (`None`: none sent).
+    /// Default 30 s.
+    pub keep_alive_interval: Option<Duration>,
+    /// Time a keep-alive PING may go unanswered before the connection is closed.
+    /// Default 20 s.
+    pub keep_alive_timeout: Duration,
+}
+
+impl Default for Http2Limits {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 200,
+            max_header_list_bytes: 64 * 1024,
+            keep_alive_interval: Some(Duration::from_secs(30)),
+            keep_alive_timeout: Duration::from_secs(20),
+        }
+    }
 }
 
 impl fmt::Debug for HttpConfig {
@@ -81,6 +126,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_batch_answer_bytes", &self.max_batch_answer_bytes)
             .field("max_buffered_answer_bytes", &self.max_buffered_answer_bytes)
             .field("authenticator", &self.authenticator.is_some())
+            .field("http2", &self.http2)
             .finish_non_exhaustive()
     }
 }
@@ -107,6 +153,7 @@ impl Default for HttpConfig {
             max_batch_answer_bytes: 64 * 1024 * 1024,
             max_buffered_answer_bytes: 256 * 1024 * 1024,
             authenticator: None,
+            http2: Http2Limits::default(),
         }
     }
 }
@@ -249,6 +296,15 @@ impl HttpConfig {
         self.max_answer_bytes = answer;
         self.max_batch_answer_bytes = batch;
         self.max_buffered_answer_bytes = buffered;
+        self
+    }
+
+    /// Sets HTTP/2's own limits: concurrent streams per connection, the header block's
+    /// size, keep-alive PINGs. Every other limit holds per request over HTTP/2 as over
+    /// HTTP/1.1 (and the connection cap counts HTTP/2 connections, not streams).
+    #[must_use]
+    pub fn http2_limits(mut self, limits: Http2Limits) -> Self {
+        self.http2 = limits;
         self
     }
 }
