@@ -1,7 +1,6 @@
 //! `snodo serve --oauth-*`: the demo as an OAuth 2.1 resource server (crate
 //! snodo-oauth, cargo feature `oauth`).
 
-
 use clap::Args;
 use snodo::RuntimeBuilder;
 use snodo::http::{HttpConfig, Server};
@@ -59,13 +58,10 @@ mod enabled {
         let Some(issuer) = &args.oauth_issuer else {
             return Ok(None);
         };
-        let audience = args
-            .oauth_audience
-            .clone()
-            .unwrap_or_else(|| match addr {
-                snodo::http::ListenAddr::Tcp(a) => format!("http://{a}/mcp"),
-                _ => "http://localhost/mcp".to_owned(),
-            });
+        let audience = args.oauth_audience.clone().unwrap_or_else(|| match addr {
+            snodo::http::ListenAddr::Tcp(a) => format!("http://{a}/mcp"),
+            _ => "http://localhost/mcp".to_owned(),
+        });
         let mut config = OAuthConfig::new(issuer.clone(), audience);
         if let Some(jwks) = &args.oauth_jwks_url {
             config = config.jwks_url(jwks.clone());

@@ -69,12 +69,11 @@ pub struct HttpConfig {
 /// ```
 /// use std::time::Duration;
 /// use snodo::http::{Http2Limits, HttpConfig};
-/// let limits = Http2Limits {
-///     max_concurrent_streams: 64,
-///     ..Http2Limits::default()
-/// };
+/// let limits = Http2Limits::default()
+///     .max_concurrent_streams(64)
+///     .max_header_list_bytes(32 * 1024)
+///     .keep_alive(Some(Duration::from_secs(20)), Duration::from_secs(10));
 /// let config = HttpConfig::default().http2_limits(limits);
-/// assert_eq!(Http2Limits::default().keep_alive_interval, Some(Duration::from_secs(30)));
 /// # let _ = config;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,17 +81,42 @@ pub struct HttpConfig {
 pub struct Http2Limits {
     /// Streams (requests) open at once on one connection; the client is told in its
     /// SETTINGS, and a stream beyond is refused (`REFUSED_STREAM`). Default 200.
-    pub max_concurrent_streams: u32,
+    pub(crate) max_concurrent_streams: u32,
     /// Largest request header block, in bytes, uncompressed (HPACK), as HTTP/2 counts
     /// it: 32 bytes a field plus name and value. Beyond, the request is refused (431).
     /// Default 64 KiB.
-    pub max_header_list_bytes: u32,
+    pub(crate) max_header_list_bytes: u32,
     /// Interval of the server's keep-alive PINGs on a connection (`None`: none sent).
     /// Default 30 s.
-    pub keep_alive_interval: Option<Duration>,
+    pub(crate) keep_alive_interval: Option<Duration>,
     /// Time a keep-alive PING may go unanswered before the connection is closed.
     /// Default 20 s.
-    pub keep_alive_timeout: Duration,
+    pub(crate) keep_alive_timeout: Duration,
+}
+
+impl Http2Limits {
+    /// Sets the streams open at once on one connection.
+    #[must_use]
+    pub fn max_concurrent_streams(mut self, n: u32) -> Self {
+        self.max_concurrent_streams = n;
+        self
+    }
+
+    /// Sets the largest request header block, in bytes (as HTTP/2 counts it).
+    #[must_use]
+    pub fn max_header_list_bytes(mut self, n: u32) -> Self {
+        self.max_header_list_bytes = n;
+        self
+    }
+
+    /// Sets the keep-alive PING interval (`None`: no PINGs) and how long a PING may
+    /// go unanswered.
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Option<Duration>, timeout: Duration) -> Self {
+        self.keep_alive_interval = interval;
+        self.keep_alive_timeout = timeout;
+        self
+    }
 }
 
 impl Default for Http2Limits {
