@@ -35,6 +35,8 @@ pub(crate) struct ClientArgs {
     timeout: u64,
     #[command(flatten)]
     oauth: crate::client_oauth::OAuthArgs,
+    #[command(flatten)]
+    transport: client_args::TransportArgs,
     /// The JSON-RPC method (`tools/list`, `tools/call`, `resources/read`, ...), or the
     /// shortcut `call` (then TOOL and key=value arguments follow).
     method: String,
@@ -111,6 +113,7 @@ async fn connect(args: &ClientArgs) -> Result<Client, ClientError> {
             .map_err(|e| ClientError::Transport(format!("--header {h:?}: {e}")))?;
         b = b.header(name, value);
     }
+    b = args.transport.apply(b).map_err(ClientError::Transport)?;
     if let Some(cfg) = args.oauth.config().map_err(ClientError::Transport)? {
         b = b.oauth(cfg);
     }

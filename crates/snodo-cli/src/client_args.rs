@@ -321,3 +321,40 @@ mod tests {
         assert!(e.contains("\"qeury\"") && e.contains("query"), "{e}");
     }
 }
+
+/// How `snodo client` reaches an HTTP server beyond its URL (issue 36): HTTP/2 in
+/// cleartext, a Unix socket, extra trust anchors. `https://` URLs pick HTTP/2 by ALPN.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct TransportArgs {
+    /// Speak HTTP/2 from the first byte to an http:// URL (h2c; like curl's flag).
+    #[arg(long)]
+    http2_prior_knowledge: bool,
+    /// Connect through this Unix socket (like curl's flag); --url then gives the path
+    /// and the Host, e.g. http://localhost/mcp.
+    #[arg(long, value_name = "PATH")]
+    unix_socket: Option<std::path::PathBuf>,
+    /// Trust the PEM certificates in FILE for https:// (beside the system's).
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+}
+
+impl TransportArgs {
+    /// `builder` with these options.
+    pub(crate) fn apply(
+        &self,
+        mut builder: snodo_client::ClientBuilder,
+    ) -> Result<snodo_client::ClientBuilder, String> {
+        if self.http2_prior_knowledge {
+            builder = builder.http2_prior_knowledge();
+        }
+        if let Some(path) = &self.unix_socket {
+            builder = builder.unix_socket(path);
+        }
+        if let Some(file) = &self.cacert {
+            let pem =
+                std::fs::read(file).map_err(|e| format!("--cacert {}: {e}", file.display()))?;
+            builder = builder.root_certificates_pem(pem);
+        }
+        Ok(builder)
+    }
+}

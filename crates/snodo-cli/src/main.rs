@@ -15,6 +15,7 @@ mod client_oauth;
 mod demo;
 mod fixture;
 mod fixture_skills;
+mod listen;
 mod logs;
 mod oauth;
 mod task_store;
@@ -25,7 +26,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use snodo::http::{HttpConfig, Server};
+use snodo::http::{HttpConfig, ListenAddr, Server};
 use snodo::protocol::{ALL, Dialect};
 
 #[derive(Parser, Debug)]
@@ -58,6 +59,9 @@ struct Cli {
     /// http://127.0.0.1:4318/v1/traces); needs a build with the `otlp` feature.
     #[arg(long, global = true)]
     otlp_endpoint: Option<String>,
+    // TLS and the Unix socket (issue 36).
+    #[command(flatten)]
+    listen: listen::ListenArgs,
 }
 
 /// Log formats.
@@ -73,9 +77,9 @@ enum LogFormat {
 enum Command {
     /// Serve a folder read-only over MCP: files as resources, a search tool, a review prompt.
     Serve {
-        /// Address to listen on.
+        /// Address to listen on: HOST:PORT, or unix:PATH for a Unix socket.
         #[arg(long, default_value = "127.0.0.1:8080")]
-        addr: SocketAddr,
+        addr: ListenAddr,
         /// Folder to expose (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
@@ -114,9 +118,9 @@ enum Command {
     },
     /// Serve the official conformance fixture.
     Fixture {
-        /// Address to listen on.
+        /// Address to listen on: HOST:PORT, or unix:PATH for a Unix socket.
         #[arg(long, default_value = "127.0.0.1:3000")]
-        addr: SocketAddr,
+        addr: ListenAddr,
         /// Enabled protocol versions, comma-separated, in preference order.
         #[arg(
             long,
@@ -214,7 +218,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 dialects(&protocols)?
             };
-            protection = oauth::setup(&oauth, addr).await?;
+            protection = oauth::setup(&oauth, &addr).await?;
             let mut builder =
                 demo::builder(&root, protocols, key)?.tasks(task_store::options(&tasks).await?);
             if let Some(metrics) = metrics {
@@ -272,15 +276,22 @@ async fn run(cli: Cli) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string());
     }
-    let server = Server::bind(runtime.clone(), addr, config)
+    let certificates = cli.listen.certificates()?;
+    let server = Server::bind_to(runtime.clone(), &addr, cli.listen.socket_mode(), config)
         .await
         .map_err(|e| match e {
             snodo::http::ServeError::NonLoopback { addr } => format!(
                 "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
                  pass --allow-host NAME (repeatable) with the names clients use, or --any-host behind a proxy that checks Host"
             ),
+            snodo::http::ServeError::Io(e) => format!("cannot listen on {addr}: {e}"),
             e => e.to_string(),
         })?;
+    let tls = certificates.is_some();
+    let server = match certificates {
+        Some(c) => server.tls(c),
+        None => server,
+    };
     let server = match &protection {
         Some(p) => {
             println!(
@@ -291,9 +302,9 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
         None => server,
     };
-    let local = server.local_addr().map_err(|e| e.to_string())?;
+    let endpoint = listen::endpoint(&server, tls)?;
     println!(
-        "snodo {banner}: http://{local}/mcp (protocols: {})",
+        "snodo {banner}: {endpoint} (protocols: {})",
         runtime.supported_versions().join(", ")
     );
     server.run().await.map_err(|e| e.to_string())

@@ -1,8 +1,6 @@
 //! `snodo serve --oauth-*`: the demo as an OAuth 2.1 resource server (crate
 //! snodo-oauth, cargo feature `oauth`).
 
-use std::net::SocketAddr;
-
 use clap::Args;
 use snodo::RuntimeBuilder;
 use snodo::http::{HttpConfig, Server};
@@ -55,15 +53,15 @@ mod enabled {
     /// The resource server the flags ask for, if any.
     pub(crate) async fn setup(
         args: &OAuthArgs,
-        addr: SocketAddr,
+        addr: &snodo::http::ListenAddr,
     ) -> Result<Option<Protection>, String> {
         let Some(issuer) = &args.oauth_issuer else {
             return Ok(None);
         };
-        let audience = args
-            .oauth_audience
-            .clone()
-            .unwrap_or_else(|| format!("http://{addr}/mcp"));
+        let audience = args.oauth_audience.clone().unwrap_or_else(|| match addr {
+            snodo::http::ListenAddr::Tcp(a) => format!("http://{a}/mcp"),
+            _ => "http://localhost/mcp".to_owned(),
+        });
         let mut config = OAuthConfig::new(issuer.clone(), audience);
         if let Some(jwks) = &args.oauth_jwks_url {
             config = config.jwks_url(jwks.clone());
@@ -134,7 +132,7 @@ mod enabled {
 
     pub(crate) async fn setup(
         args: &OAuthArgs,
-        _addr: SocketAddr,
+        _addr: &snodo::http::ListenAddr,
     ) -> Result<Option<Protection>, String> {
         match args.oauth_issuer {
             None => Ok(None),

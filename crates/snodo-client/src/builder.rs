@@ -90,6 +90,7 @@ pub struct ClientBuilder {
     pub(crate) log_level: Option<String>,
     pub(crate) cache: bool,
     pub(crate) oauth: Option<crate::auth::OAuthConfig>,
+    pub(crate) http: crate::hyper_client::HttpOptions,
 }
 
 impl ClientBuilder {
@@ -206,6 +207,41 @@ impl ClientBuilder {
         self
     }
 
+    /// Speak HTTP/2 from the first byte to an `http://` URL (or over a Unix socket):
+    /// every call then shares one connection, as streams. `https://` URLs choose
+    /// HTTP/2 by ALPN without this.
+    #[must_use]
+    pub fn http2_prior_knowledge(mut self) -> Self {
+        self.http.http2_prior_knowledge = true;
+        self
+    }
+
+    /// Reach the server through the Unix socket at `path` (HTTP over a local byte
+    /// stream): [`connect_http`](Self::connect_http)'s URL then gives only the path
+    /// and the `Host` sent, e.g. `http://localhost/mcp`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), snodo_client::ClientError> {
+    /// let client = snodo_client::Client::builder("me", "1.0")
+    ///     .unix_socket("/run/snodo.sock")
+    ///     .connect_http("http://localhost/mcp")
+    ///     .await?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.http.unix_socket = Some(path.into());
+        self
+    }
+
+    /// Trust the certificates in `pem` for `https://` servers, beside the system's
+    /// trust anchors (e.g. a private CA, or a test's self-signed certificate).
+    #[must_use]
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.http.root_certificates_pem = Some(pem.into());
+        self
+    }
+
     /// Connects over Streamable HTTP to `url` (`http://`, and `https://` with the default
     /// `https` feature: the system's trust anchors verify the server).
     pub async fn connect_http(self, url: &str) -> Result<Client, ClientError> {
@@ -214,7 +250,7 @@ impl ClientBuilder {
             .map_err(|e| ClientError::Transport(format!("bad URL {url:?}: {e}")))?;
         let ok = match uri.scheme_str() {
             Some("http") => uri.authority().is_some(),
-            Some("https") => HTTPS && uri.authority().is_some(),
+            Some("https") => HTTPS && uri.authority().is_some() && self.http.unix_socket.is_none(),
             _ => false,
         };
         if !ok {
@@ -228,7 +264,7 @@ impl ClientBuilder {
             )));
         }
         let headers = self.headers.clone();
-        let sender: Arc<dyn crate::http::Sender> = Arc::new(Hyper::new()?);
+        let sender: Arc<dyn crate::http::Sender> = Arc::new(Hyper::new(&self.http)?);
         let mut t = HttpTransport::new(sender.clone(), uri, headers);
         if let Some(cfg) = self.oauth.clone() {
             t = t.with_auth(crate::auth::Session::new(cfg, sender, url));

@@ -79,6 +79,7 @@ impl Client {
             log_level: None,
             cache: false,
             oauth: None,
+            http: crate::hyper_client::HttpOptions::default(),
         }
     }
 

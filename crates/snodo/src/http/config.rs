@@ -59,6 +59,75 @@ pub struct HttpConfig {
     pub(crate) max_buffered_answer_bytes: usize,
     /// Identifies the caller of every request (none: every caller is anonymous).
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
+    /// HTTP/2's own limits.
+    pub(crate) http2: Http2Limits,
+}
+
+/// The limits of an HTTP/2 connection, beside those every request has (body size,
+/// deadlines, header count, the connection cap): set with [`HttpConfig::http2_limits`].
+///
+/// ```
+/// use std::time::Duration;
+/// use snodo::http::{Http2Limits, HttpConfig};
+/// let limits = Http2Limits::default()
+///     .max_concurrent_streams(64)
+///     .max_header_list_bytes(32 * 1024)
+///     .keep_alive(Some(Duration::from_secs(20)), Duration::from_secs(10));
+/// let config = HttpConfig::default().http2_limits(limits);
+/// # let _ = config;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Http2Limits {
+    /// Streams (requests) open at once on one connection; the client is told in its
+    /// SETTINGS, and a stream beyond is refused (`REFUSED_STREAM`). Default 200.
+    pub(crate) max_concurrent_streams: u32,
+    /// Largest request header block, in bytes, uncompressed (HPACK), as HTTP/2 counts
+    /// it: 32 bytes a field plus name and value. Beyond, the request is refused (431).
+    /// Default 64 KiB.
+    pub(crate) max_header_list_bytes: u32,
+    /// Interval of the server's keep-alive PINGs on a connection (`None`: none sent).
+    /// Default 30 s.
+    pub(crate) keep_alive_interval: Option<Duration>,
+    /// Time a keep-alive PING may go unanswered before the connection is closed.
+    /// Default 20 s.
+    pub(crate) keep_alive_timeout: Duration,
+}
+
+impl Http2Limits {
+    /// Sets the streams open at once on one connection.
+    #[must_use]
+    pub fn max_concurrent_streams(mut self, n: u32) -> Self {
+        self.max_concurrent_streams = n;
+        self
+    }
+
+    /// Sets the largest request header block, in bytes (as HTTP/2 counts it).
+    #[must_use]
+    pub fn max_header_list_bytes(mut self, n: u32) -> Self {
+        self.max_header_list_bytes = n;
+        self
+    }
+
+    /// Sets the keep-alive PING interval (`None`: no PINGs) and how long a PING may
+    /// go unanswered.
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Option<Duration>, timeout: Duration) -> Self {
+        self.keep_alive_interval = interval;
+        self.keep_alive_timeout = timeout;
+        self
+    }
+}
+
+impl Default for Http2Limits {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 200,
+            max_header_list_bytes: 64 * 1024,
+            keep_alive_interval: Some(Duration::from_secs(30)),
+            keep_alive_timeout: Duration::from_secs(20),
+        }
+    }
 }
 
 impl fmt::Debug for HttpConfig {
@@ -81,6 +150,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_batch_answer_bytes", &self.max_batch_answer_bytes)
             .field("max_buffered_answer_bytes", &self.max_buffered_answer_bytes)
             .field("authenticator", &self.authenticator.is_some())
+            .field("http2", &self.http2)
             .finish_non_exhaustive()
     }
 }
@@ -107,6 +177,7 @@ impl Default for HttpConfig {
             max_batch_answer_bytes: 64 * 1024 * 1024,
             max_buffered_answer_bytes: 256 * 1024 * 1024,
             authenticator: None,
+            http2: Http2Limits::default(),
         }
     }
 }
@@ -249,6 +320,15 @@ impl HttpConfig {
         self.max_answer_bytes = answer;
         self.max_batch_answer_bytes = batch;
         self.max_buffered_answer_bytes = buffered;
+        self
+    }
+
+    /// Sets HTTP/2's own limits: concurrent streams per connection, the header block's
+    /// size, keep-alive PINGs. Every other limit holds per request over HTTP/2 as over
+    /// HTTP/1.1 (and the connection cap counts HTTP/2 connections, not streams).
+    #[must_use]
+    pub fn http2_limits(mut self, limits: Http2Limits) -> Self {
+        self.http2 = limits;
         self
     }
 }

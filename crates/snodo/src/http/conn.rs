@@ -8,26 +8,42 @@
 //! - a connection that sends nothing is dropped after the head timeout (it is peeked
 //!   before hyper sees it), one that sends no head in time likewise, and one whose
 //!   client stops reading its answer after the write timeout ([`HeadDeadline`]);
-//! - HTTP/1.1 only, at most `max_headers` headers;
+//! - HTTP/1.1 and HTTP/2 on the same listener (hyper-util's auto builder: HTTP/2 by
+//!   prior knowledge in cleartext, by ALPN over TLS), at most `max_headers` headers on
+//!   either, and HTTP/2's own limits ([`Http2Limits`]: concurrent streams, header list
+//!   size, keep-alive PINGs; hyper's reset-flood protections on);
+//! - over TLS, the handshake must end within the head timeout;
 //! - at shutdown, connections between requests (nothing sent yet, half a head, idle
-//!   keep-alive) are closed at once; the others finish their response.
+//!   keep-alive) are closed at once; the others finish their response (an HTTP/2
+//!   connection is sent GOAWAY and finishes its open streams).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::body::Body;
+use super::config::Http2Limits;
 use super::head_deadline::{Answering, Expired, HeadDeadline, Tracked, Watched};
+use super::listener::{Accept, Stream};
+use super::response;
+
+/// A listener's TLS acceptor (none without the `tls` feature).
+#[cfg(feature = "tls")]
+pub(crate) type TlsAcceptor = super::tls::Acceptor;
+/// A listener's TLS acceptor (none without the `tls` feature).
+#[cfg(not(feature = "tls"))]
+pub(crate) type TlsAcceptor = std::convert::Infallible;
 
 /// What a connection's handler answers: the response, its body carrying the request's
 /// [`Answering`] guard (see [`answered`]).
@@ -45,6 +61,29 @@ pub(crate) struct ConnLimits {
     pub(crate) head_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) max_headers: usize,
+    pub(crate) http2: Http2Limits,
+}
+
+/// The connection builder for `limits`: HTTP/1.1 and HTTP/2, each bounded.
+fn builder(limits: &ConnLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // The head read deadline is the connection's own (`head_deadline`), not hyper's
+    // `header_read_timeout`, which arms a timer per request.
+    builder.http1().max_headers(limits.max_headers);
+    let h2 = limits.http2;
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(h2.max_concurrent_streams)
+        .max_header_list_size(h2.max_header_list_bytes)
+        .keep_alive_interval(h2.keep_alive_interval)
+        .keep_alive_timeout(h2.keep_alive_timeout)
+        // hyper's defaults, stated: streams reset by the client before they were
+        // answered (CVE-2023-44487, "rapid reset") and streams reset by the server for
+        // the client's errors, each bounded per connection (then GOAWAY).
+        .max_pending_accept_reset_streams(Some(20))
+        .max_local_error_reset_streams(Some(1024));
+    builder
 }
 
 /// How long the accept loop pauses after a failed `accept`.
@@ -112,23 +151,22 @@ impl Open {
 /// `handler` gets each request and the guard that says its response is in progress,
 /// and returns the future hyper polls as it is (no wrapper: each would be one more copy
 /// of the request's future).
-pub(crate) async fn accept<H, Fut>(
-    listener: TcpListener,
+pub(crate) async fn accept<L, H, Fut>(
+    listener: L,
     limits: ConnLimits,
+    tls: Option<TlsAcceptor>,
     handler: H,
     shutdown: impl Future<Output = ()>,
 ) -> Open
 where
+    L: Accept,
     H: Fn(Request<Incoming>, Answering) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Answered> + Send + 'static,
 {
     let graceful = GracefulShutdown::new();
     let closing = CancellationToken::new();
     let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let mut builder = http1::Builder::new();
-    // The head read deadline is the connection's own (`head_deadline`), not hyper's
-    // `header_read_timeout`, which arms a timer per request.
-    builder.max_headers(limits.max_headers);
+    let builder = Arc::new(builder(&limits));
     tokio::pin!(shutdown);
     let mut accept_failures = AcceptFailures::default();
     loop {
@@ -141,7 +179,7 @@ where
         };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(stream) => stream,
                 Err(e) => {
                     // Out of descriptors (or a connection reset before it was
                     // accepted): the listener stays, and tries again shortly.
@@ -152,12 +190,12 @@ where
             },
             () = &mut shutdown => break,
         };
-        let _ = stream.set_nodelay(true);
         let connection = Connection {
             stream,
             permit,
             limits,
-            builder: builder.clone(),
+            tls: tls.clone(),
+            builder: Arc::clone(&builder),
             watcher: graceful.watcher(),
             closing: closing.clone(),
         };
@@ -169,16 +207,17 @@ where
 }
 
 /// One accepted connection and what it needs to be served.
-struct Connection {
-    stream: TcpStream,
+struct Connection<S> {
+    stream: S,
     permit: OwnedSemaphorePermit,
     limits: ConnLimits,
-    builder: http1::Builder,
+    tls: Option<TlsAcceptor>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
     watcher: hyper_util::server::graceful::Watcher,
     closing: CancellationToken,
 }
 
-impl Connection {
+impl<S: Stream> Connection<S> {
     async fn serve<H, Fut>(self, handler: H)
     where
         H: Fn(Request<Incoming>, Answering) -> Fut + Send + Sync + 'static,
@@ -188,28 +227,94 @@ impl Connection {
             stream,
             permit,
             limits,
+            tls,
             builder,
             watcher,
             closing,
         } = self;
         // A client that sends nothing at all must not hold a connection slot, nor
         // delay shutdown.
-        let mut first = [0u8; 1];
         tokio::select! {
-            peeked = tokio::time::timeout(limits.head_timeout, stream.peek(&mut first)) => {
-                if !matches!(peeked, Ok(Ok(n)) if n > 0) {
+            sent = tokio::time::timeout(limits.head_timeout, stream.first_bytes()) => {
+                if !matches!(sent, Ok(true)) {
                     return;
                 }
             }
             () = closing.cancelled() => return,
         }
         let deadline = HeadDeadline::new(limits.head_timeout, limits.write_timeout);
+        let io = Watched::new(stream, Arc::clone(&deadline));
+        let served = Served {
+            deadline,
+            limits,
+            builder,
+            watcher,
+            closing,
+        };
+        match tls {
+            None => served.run(io, handler).await,
+            #[cfg(feature = "tls")]
+            Some(acceptor) => {
+                // The handshake is part of the head: it must end within the head
+                // timeout (and shutdown does not wait for it).
+                let shaken = tokio::select! {
+                    s = tokio::time::timeout(limits.head_timeout, acceptor.accept(io)) => s,
+                    () = served.closing.cancelled() => return,
+                };
+                match shaken {
+                    Ok(Ok(tls)) => served.run(tls, handler).await,
+                    Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                    Err(_) => tracing::debug!(
+                        "closing a connection whose TLS handshake did not end in time"
+                    ),
+                }
+            }
+            #[cfg(not(feature = "tls"))]
+            Some(never) => match never {},
+        }
+        drop(permit);
+    }
+}
+
+/// A connection past its first bytes (and its TLS handshake), served by hyper.
+struct Served {
+    deadline: Arc<HeadDeadline>,
+    limits: ConnLimits,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    watcher: hyper_util::server::graceful::Watcher,
+    closing: CancellationToken,
+}
+
+impl Served {
+    async fn run<I, H, Fut>(self, io: I, handler: H)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        H: Fn(Request<Incoming>, Answering) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answered> + Send + 'static,
+    {
+        let Self {
+            deadline,
+            limits,
+            builder,
+            watcher,
+            closing,
+        } = self;
         let svc = {
             let deadline = Arc::clone(&deadline);
-            service_fn(move |req: Request<Incoming>| handler(req, deadline.begin()))
+            let max_headers = limits.max_headers;
+            service_fn(move |req: Request<Incoming>| {
+                let answering = deadline.begin();
+                // HTTP/1.1's count is hyper's (431 past it); HTTP/2 bounds the header
+                // block's bytes, and the count is checked here, the same for both.
+                if req.headers().len() > max_headers {
+                    let refused = answered(response::header_fields_too_large(), answering);
+                    Either::Left(std::future::ready(refused))
+                } else {
+                    Either::Right(handler(req, answering))
+                }
+            })
         };
-        let io = TokioIo::new(Watched::new(stream, Arc::clone(&deadline)));
-        let conn = watcher.watch(builder.serve_connection(io, svc));
+        let conn = watcher.watch(builder.serve_connection(TokioIo::new(io), svc).into_owned());
         // The connection runs in a task of its own, so that its requests never poll
         // the deadline; this task wakes only at a deadline, at shutdown or at its end.
         let mut serving = tokio::spawn(async move {
@@ -243,6 +348,5 @@ impl Connection {
                 }
             }
         }
-        drop(permit);
     }
 }

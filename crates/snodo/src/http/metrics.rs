@@ -29,6 +29,7 @@ fn limits() -> ConnLimits {
         head_timeout: mcp.header_read_timeout,
         write_timeout: mcp.write_timeout,
         max_headers: mcp.max_headers,
+        http2: mcp.http2,
     }
 }
 
@@ -83,7 +84,7 @@ pub(crate) async fn serve(
         };
         std::future::ready(conn::answered(resp, answering))
     };
-    let open = conn::accept(listener, limits(), handler, shutdown).await;
+    let open = conn::accept(listener, limits(), None, handler, shutdown).await;
     open.drain(Duration::from_secs(1), || {}, Duration::ZERO)
         .await;
 }

@@ -11,6 +11,7 @@ mod guards;
 mod head_deadline;
 mod headers;
 mod listen;
+mod listener;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 mod negotiation;
@@ -19,11 +20,16 @@ mod serve;
 mod service;
 mod sse;
 mod status;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use auth::{AuthRejection, Authenticator, BearerTokens};
 pub use body::Body;
-pub use config::{HttpConfig, LOOPBACK_HOSTS};
+pub use config::{Http2Limits, HttpConfig, LOOPBACK_HOSTS};
+pub use listener::ListenAddr;
 pub use serve::{
     ENDPOINT_PATH, HEALTH_PATH, RouteHandler, ServeError, Server, serve, shutdown_signal,
 };
 pub use service::McpService;
+#[cfg(feature = "tls")]
+pub use tls::{TlsCertificates, TlsError};

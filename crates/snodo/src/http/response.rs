@@ -55,6 +55,14 @@ fn http_error(status: StatusCode, message: &'static str) -> Response<Body> {
     )
 }
 
+/// More request headers than allowed (HTTP/2: hyper counts them for HTTP/1.1).
+pub(crate) fn header_fields_too_large() -> Response<Body> {
+    http_error(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "Request Header Fields Too Large",
+    )
+}
+
 /// 405 with `Allow: POST`.
 pub(crate) fn method_not_allowed() -> Response<Body> {
     let mut r = http_error(

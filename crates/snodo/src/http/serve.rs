@@ -1,10 +1,12 @@
-//! A ready listener: hyper over TCP, `/mcp` and `/healthz`, graceful shutdown.
+//! A ready listener: hyper (HTTP/1.1 and HTTP/2, optionally over TLS) on TCP or a Unix
+//! socket, `/mcp` and `/healthz`, graceful shutdown.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +18,9 @@ use tokio::time::Instant;
 use super::body::Body;
 use super::config::HttpConfig;
 use super::conn::{self, ConnLimits};
+use super::listener::ListenAddr;
+#[cfg(unix)]
+use super::listener::UnixSocket;
 use super::response;
 use super::service::McpService;
 use crate::engine::observe::REQUEST_TARGET;
@@ -48,6 +53,10 @@ pub enum ServeError {
         /// The address asked for.
         addr: SocketAddr,
     },
+    /// The TLS certificate and key cannot be used (feature `tls`).
+    #[cfg(feature = "tls")]
+    #[error("TLS: {0}")]
+    Tls(#[from] super::tls::TlsError),
 }
 
 /// The handler of an extra route: the request head in (the body is not read), the
@@ -55,9 +64,20 @@ pub enum ServeError {
 pub type RouteHandler =
     Arc<dyn Fn(http::request::Parts) -> BoxFuture<'static, http::Response<Body>> + Send + Sync>;
 
+/// What a server is bound to.
+#[derive(Debug)]
+enum Bound {
+    Tcp(TcpListener),
+    #[cfg(unix)]
+    Unix(UnixSocket),
+}
+
 /// A bound server, ready to run.
 pub struct Server {
-    listener: TcpListener,
+    listener: Bound,
+    tls: Option<conn::TlsAcceptor>,
+    #[cfg(feature = "tls")]
+    certificates: Option<super::tls::TlsCertificates>,
     service: McpService,
     drain: Duration,
     routes: Arc<HashMap<String, RouteHandler>>,
@@ -86,12 +106,69 @@ impl Server {
             return Err(ServeError::NonLoopback { addr });
         }
         let listener = TcpListener::bind(addr).await?;
-        Ok(Self {
+        Ok(Self::bound(Bound::Tcp(listener), runtime, config))
+    }
+
+    /// Binds a Unix socket at `path` (HTTP over a local byte stream), with the file mode
+    /// `mode` (e.g. `0o660`; `None`: the umask's). The file is removed when the server
+    /// stops; a file left by a server that died (no one listening) is replaced, and a
+    /// socket another server listens on is refused. There is no TCP peer: the Host and
+    /// Origin rules are those of the configuration (the loopback names by default, which
+    /// is what local clients send).
+    #[cfg(unix)]
+    pub fn bind_unix(
+        runtime: Runtime,
+        path: impl AsRef<Path>,
+        mode: Option<u32>,
+        config: HttpConfig,
+    ) -> Result<Self, ServeError> {
+        let socket = UnixSocket::bind(path.as_ref(), mode)?;
+        Ok(Self::bound(Bound::Unix(socket), runtime, config))
+    }
+
+    /// Binds `addr`: [`bind`](Self::bind) for a TCP address, [`bind_unix`](Self::bind_unix)
+    /// for a Unix socket (with `mode`; ignored for TCP).
+    pub async fn bind_to(
+        runtime: Runtime,
+        addr: &ListenAddr,
+        mode: Option<u32>,
+        config: HttpConfig,
+    ) -> Result<Self, ServeError> {
+        match addr {
+            ListenAddr::Tcp(a) => Self::bind(runtime, *a, config).await,
+            #[cfg(unix)]
+            ListenAddr::Unix(path) => Self::bind_unix(runtime, path, mode, config),
+            #[cfg(not(unix))]
+            ListenAddr::Unix(_) => {
+                let _ = mode;
+                Err(ServeError::Config("Unix sockets need a Unix system".into()))
+            }
+        }
+    }
+
+    fn bound(listener: Bound, runtime: Runtime, config: HttpConfig) -> Self {
+        Self {
             listener,
+            tls: None,
+            #[cfg(feature = "tls")]
+            certificates: None,
             service: McpService::with_config(runtime, config),
             drain: Duration::from_secs(10),
             routes: Arc::default(),
-        })
+        }
+    }
+
+    /// Terminates TLS with `certificates` (feature `tls`): HTTP/2 and HTTP/1.1 by ALPN.
+    /// [`run`](Self::run) reloads them on SIGHUP; with
+    /// [`run_until`](Self::run_until), call [`TlsCertificates::reload`] yourself.
+    ///
+    /// [`TlsCertificates::reload`]: super::TlsCertificates::reload
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls(mut self, certificates: super::tls::TlsCertificates) -> Self {
+        self.tls = Some(certificates.acceptor());
+        self.certificates = Some(certificates);
+        self
     }
 
     /// Serves `handler` at `path` (exact match) beside the MCP endpoint, e.g. a
@@ -107,9 +184,26 @@ impl Server {
         self
     }
 
-    /// The address actually bound.
+    /// The TCP address actually bound (an error for a Unix socket: see
+    /// [`listen_addr`](Self::listen_addr)).
     pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
-        Ok(self.listener.local_addr()?)
+        match &self.listener {
+            Bound::Tcp(l) => Ok(l.local_addr()?),
+            #[cfg(unix)]
+            Bound::Unix(_) => Err(ServeError::Config(
+                "the server listens on a Unix socket, not a TCP address".into(),
+            )),
+        }
+    }
+
+    /// What the server is bound to: the TCP address actually bound, or the socket's
+    /// path.
+    pub fn listen_addr(&self) -> Result<ListenAddr, ServeError> {
+        match &self.listener {
+            Bound::Tcp(l) => Ok(ListenAddr::Tcp(l.local_addr()?)),
+            #[cfg(unix)]
+            Bound::Unix(u) => Ok(ListenAddr::Unix(u.path().to_owned())),
+        }
     }
 
     /// How long shutdown waits for in-flight requests (default 10 s).
@@ -126,13 +220,14 @@ impl Server {
     /// be written.
     pub async fn run_until<F: Future<Output = ()>>(self, shutdown: F) -> Result<(), ServeError> {
         let cfg = self.service.config();
-        // HTTP/1.1 only: every limit applies to it (MCP clients speak HTTP/1.1; put a
-        // proxy in front for HTTP/2 or TLS).
+        // HTTP/1.1 and HTTP/2: every limit applies to both (per stream and per
+        // connection); nothing past this point learns the HTTP version.
         let limits = ConnLimits {
             max_connections: cfg.max_connections,
             head_timeout: cfg.header_read_timeout,
             write_timeout: cfg.write_timeout,
             max_headers: cfg.max_headers,
+            http2: cfg.http2,
         };
         let service = self.service.clone();
         let routes = Arc::clone(&self.routes);
@@ -147,7 +242,12 @@ impl Server {
                 conn::answered(resp, answering)
             }
         };
-        let open = conn::accept(self.listener, limits, handler, shutdown).await;
+        let tls = self.tls.clone();
+        let open = match self.listener {
+            Bound::Tcp(l) => conn::accept(l, limits, tls, handler, shutdown).await,
+            #[cfg(unix)]
+            Bound::Unix(l) => conn::accept(l, limits, tls, handler, shutdown).await,
+        };
         self.service.begin_shutdown();
         let service = self.service.clone();
         let in_time = open
@@ -161,8 +261,15 @@ impl Server {
         Ok(())
     }
 
-    /// Serves until Ctrl-C (SIGINT) or SIGTERM.
+    /// Serves until Ctrl-C (SIGINT) or SIGTERM; with TLS, reloads the certificate and
+    /// key on SIGHUP (a bad pair is logged and the old one kept).
     pub async fn run(self) -> Result<(), ServeError> {
+        #[cfg(all(feature = "tls", unix))]
+        let _reloading = self
+            .certificates
+            .as_ref()
+            .map(super::tls::TlsCertificates::reload_on_sighup)
+            .transpose()?;
         self.run_until(shutdown_signal()).await
     }
 }

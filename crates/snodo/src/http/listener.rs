@@ -1,0 +1,195 @@
+//! What a server listens on: a TCP address or a Unix socket (HTTP over a local byte
+//! stream), and the accepted streams the accept loop serves.
+//!
+//! A Unix socket's file is made with the mode asked for, removed when the listener is
+//! dropped, and a file left behind by a server that died (no one listening) is
+//! replaced; a socket someone still listens on is refused, and so is a path that is not
+//! a socket.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+#[cfg(unix)]
+use tokio::net::{UnixListener, UnixStream};
+
+/// Where a server listens: `host:port`, or `unix:PATH` for a Unix socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListenAddr {
+    /// A TCP address (port 0 picks a free port).
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+impl fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tcp(a) => a.fmt(f),
+            Self::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+impl std::str::FromStr for ListenAddr {
+    type Err = String;
+
+    /// Parses `unix:PATH` or a socket address (`127.0.0.1:8080`, `[::1]:8080`).
+    ///
+    /// ```
+    /// use snodo::http::ListenAddr;
+    /// let a: ListenAddr = "unix:/run/snodo.sock".parse().unwrap();
+    /// assert_eq!(a, ListenAddr::Unix("/run/snodo.sock".into()));
+    /// assert!(matches!("127.0.0.1:0".parse::<ListenAddr>(), Ok(ListenAddr::Tcp(_))));
+    /// assert!("unix:".parse::<ListenAddr>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.strip_prefix("unix:") {
+            Some("") => Err("unix: needs a path (unix:/run/snodo.sock)".to_owned()),
+            Some(path) => Ok(Self::Unix(PathBuf::from(path))),
+            None => s
+                .parse()
+                .map(Self::Tcp)
+                .map_err(|e| format!("{s:?} is neither HOST:PORT nor unix:PATH ({e})")),
+        }
+    }
+}
+
+impl From<SocketAddr> for ListenAddr {
+    fn from(a: SocketAddr) -> Self {
+        Self::Tcp(a)
+    }
+}
+
+/// A listener the accept loop takes connections from.
+pub(crate) trait Accept: Send + 'static {
+    /// The accepted connection.
+    type Io: Stream;
+    /// The next connection.
+    fn accept(&self) -> impl Future<Output = io::Result<Self::Io>> + Send;
+}
+
+/// An accepted connection.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Completes with `true` once the client has sent something, `false` when it closed
+    /// (or failed) first.
+    fn first_bytes(&self) -> impl Future<Output = bool> + Send;
+}
+
+impl Accept for TcpListener {
+    type Io = TcpStream;
+
+    async fn accept(&self) -> io::Result<TcpStream> {
+        let (stream, _peer) = TcpListener::accept(self).await?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
+
+impl Stream for TcpStream {
+    async fn first_bytes(&self) -> bool {
+        let mut first = [0u8; 1];
+        matches!(self.peek(&mut first).await, Ok(n) if n > 0)
+    }
+}
+
+#[cfg(unix)]
+impl Accept for UnixSocket {
+    type Io = UnixStream;
+
+    async fn accept(&self) -> io::Result<UnixStream> {
+        let (stream, _peer) = self.listener.accept().await?;
+        Ok(stream)
+    }
+}
+
+#[cfg(unix)]
+impl Stream for UnixStream {
+    async fn first_bytes(&self) -> bool {
+        // (No peek on a Unix stream: readable also when the client closed, which
+        // hyper then sees at once.)
+        self.readable().await.is_ok()
+    }
+}
+
+/// A bound Unix socket; its file is removed when this is dropped.
+#[cfg(unix)]
+#[derive(Debug)]
+pub(crate) struct UnixSocket {
+    listener: UnixListener,
+    path: PathBuf,
+    /// The socket file's inode, so that a file someone put in its place is left alone.
+    ino: u64,
+}
+
+#[cfg(unix)]
+impl UnixSocket {
+    /// Binds `path` with the file mode `mode` (e.g. `0o660`; `None` leaves the umask's).
+    pub(crate) fn bind(path: &Path, mode: Option<u32>) -> io::Result<Self> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_socket() => {
+                match std::os::unix::net::UnixStream::connect(path) {
+                    Ok(_) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::AddrInUse,
+                            format!(
+                                "{}: another server is listening on this socket",
+                                path.display()
+                            ),
+                        ));
+                    }
+                    // A socket file with no one listening: left by a server that died.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        tracing::info!(path = %path.display(), "replacing a stale socket file");
+                        std::fs::remove_file(path)?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{}: exists and is not a socket", path.display()),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let listener = UnixListener::bind(path)?;
+        let remove = |e: io::Error| {
+            let _ = std::fs::remove_file(path);
+            e
+        };
+        if let Some(mode) = mode {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                .map_err(remove)?;
+        }
+        let ino = std::fs::symlink_metadata(path).map_err(remove)?.ino();
+        Ok(Self {
+            listener,
+            path: path.to_owned(),
+            ino,
+        })
+    }
+
+    /// The socket's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(unix)]
+impl Drop for UnixSocket {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.ino) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

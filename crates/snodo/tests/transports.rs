@@ -1,0 +1,393 @@
+//! Wire tests of the transports (issue 36): every suite runs on HTTP/1.1, HTTP/2
+//! cleartext (prior knowledge), HTTP/2 over TLS (ALPN) and the Unix socket, from one
+//! table; then HTTP/2's bad inputs, written frame by frame, and TLS reloads. Real
+//! sockets; see `docs/deployment.md` and `docs/limits.md`.
+
+// Tests panic on purpose when an expectation fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "transports/h2_raw.rs"]
+#[allow(dead_code)]
+mod h2_raw;
+#[path = "wire/support.rs"]
+#[allow(dead_code, unused_imports)]
+mod support;
+#[path = "transports/table.rs"]
+#[allow(dead_code)]
+mod table;
+
+use std::time::Duration;
+
+use serde_json::json;
+use snodo::http::{Http2Limits, HttpConfig, Server, TlsCertificates};
+use snodo_testkit::R2026_07_28;
+use tokio::io::AsyncWriteExt;
+
+use h2_raw::{Frame, GOAWAY, PING, SETTINGS, WINDOW_UPDATE};
+use support::{MODERN, builder};
+use table::{ALL, Served, Transport};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn start(t: Transport, config: HttpConfig) -> Served {
+    Served::start(t, builder(&MODERN).build().unwrap(), config).await
+}
+
+fn call(id: u64, tool: &str, args: serde_json::Value) -> snodo_testkit::Request {
+    R2026_07_28
+        .request("tools/call")
+        .id(id)
+        .params(json!({"name": tool, "arguments": args}))
+}
+
+#[tokio::test]
+async fn each_transport_answers_json_and_sse() {
+    for t in ALL {
+        let s = start(t, HttpConfig::default()).await;
+        let mut c = s.connect().await;
+        let (version, r) = c.request(&R2026_07_28.request("tools/list").id(1)).await;
+        assert_eq!(r.status, 200, "{t:?}: {}", r.text());
+        let want = if t.is_h2() {
+            http::Version::HTTP_2
+        } else {
+            http::Version::HTTP_11
+        };
+        assert_eq!(version, want, "{t:?}");
+        assert!(r.result()["tools"].as_array().unwrap().len() > 3, "{t:?}");
+        // The same connection again: an SSE answer with progress events.
+        let req = call(2, "progress", json!({})).meta("progressToken", json!("p"));
+        let (_, r) = c.request(&req).await;
+        assert_eq!(r.status, 200, "{t:?}: {}", r.text());
+        assert!(r.is_sse(), "{t:?}: {}", r.text());
+        let events = r.events();
+        assert!(events.len() >= 2, "{t:?}: {events:?}");
+        assert_eq!(events.last().unwrap()["id"], 2, "{t:?}");
+    }
+}
+
+#[tokio::test]
+async fn each_transport_keeps_the_limits() {
+    for t in ALL {
+        let config = HttpConfig::default().max_body_bytes(1024).max_headers(20);
+        let s = start(t, config).await;
+        let mut c = s.connect().await;
+        // Body over the limit: 413, and the connection still serves.
+        let big = call(1, "echo", json!({"text": "x".repeat(4096)}));
+        let (_, r) = c.request(&big).await;
+        assert_eq!(r.status, 413, "{t:?}: {}", r.text());
+        let mut c = s.connect().await;
+        // Too many headers: 431 on either version.
+        let mut many = call(2, "echo", json!({"text": "a"}));
+        for i in 0..30 {
+            many = many.header(&format!("x-filler-{i}"), "v");
+        }
+        let (_, r) = c.request(&many).await;
+        assert_eq!(r.status, 431, "{t:?}: {}", r.text());
+        // A Host outside the allow-list (an :authority over HTTP/2): 403.
+        let mut c = s.connect().await;
+        let ok = call(3, "echo", json!({"text": "a"}));
+        let mut req = c.post(&ok.headers(), ok.body());
+        if t.is_h2() {
+            *req.uri_mut() = "http://evil.example/mcp".parse().unwrap();
+        } else {
+            req.headers_mut()
+                .insert("host", "evil.example".parse().unwrap());
+        }
+        let (_, r) = c.send(req).await;
+        assert_eq!(r.status, 403, "{t:?}: {}", r.text());
+    }
+}
+
+#[tokio::test]
+async fn each_transport_drains_at_shutdown() {
+    for t in ALL {
+        let mut s = start(t, HttpConfig::default()).await;
+        let mut c = s.connect().await;
+        let slow = tokio::spawn(async move {
+            c.request(&call(1, "wait", json!({"ms": 300, "tag": "drain"})))
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s.shutdown();
+        let (_, r) = tokio::time::timeout(WAIT, slow).await.unwrap().unwrap();
+        assert_eq!(r.status, 200, "{t:?}: {}", r.text());
+        assert_eq!(r.result()["content"][0]["text"], "waited 300", "{t:?}");
+        tokio::time::timeout(WAIT, s.done.take().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        if let Some(path) = &s.socket {
+            assert!(!path.exists(), "the socket file is removed at exit");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_calls_share_one_h2_connection() {
+    for t in [Transport::H2c, Transport::H2Tls] {
+        let s = start(t, HttpConfig::default()).await;
+        let c = s.connect().await;
+        let calls = (0..100u64).map(|i| {
+            let mut c = c.clone_h2();
+            tokio::spawn(async move {
+                c.request(&call(i, "wait", json!({"ms": 200, "tag": "h2"})))
+                    .await
+            })
+        });
+        let started = std::time::Instant::now();
+        for (i, call) in calls.collect::<Vec<_>>().into_iter().enumerate() {
+            let (_, r) = call.await.unwrap();
+            assert_eq!(r.message()["id"], i, "{t:?}: {}", r.text());
+            assert_eq!(r.result()["content"][0]["text"], "waited 200");
+        }
+        // Concurrent, not one after another (100 x 200 ms).
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// A raw HTTP/2 connection that has exchanged SETTINGS.
+async fn raw_h2(s: &Served, settings: &[(u16, u32)]) -> Box<dyn table::Io> {
+    let mut io = s.stream().await;
+    io.write_all(&h2_raw::preface(settings)).await.unwrap();
+    io
+}
+
+/// Sends a `tools/list` on `stream` and reads until its `200`.
+async fn served_on(io: &mut Box<dyn table::Io>, host: &str, stream: u32) -> Vec<Frame> {
+    let r = R2026_07_28.request("tools/list").id(u64::from(stream));
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(host, &headers));
+    io.write_all(&h2_raw::request(stream, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    h2_raw::read_until(io, WAIT, |f| f.stream == stream && f.is_ok_headers())
+        .await
+        .unwrap_or_else(|| panic!("stream {stream} was not answered"))
+}
+
+#[tokio::test]
+async fn a_rapid_reset_flood_is_bounded_and_others_are_served() {
+    let s = start(Transport::H2c, HttpConfig::default()).await;
+    let host = s.host();
+    let mut io = raw_h2(&s, &[]).await;
+    let r = call(1, "wait", json!({"ms": 5000, "tag": "raw"}));
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    let mut flood = Vec::new();
+    for i in 0..5000u32 {
+        let id = 2 * i + 1;
+        flood.extend(h2_raw::request(id, &block, r.body().as_bytes()));
+        flood.extend(h2_raw::frame(
+            h2_raw::RST_STREAM,
+            0,
+            id,
+            &8u32.to_be_bytes(),
+        ));
+    }
+    // The server may close the connection while this is written.
+    let _ = io.write_all(&flood).await;
+    // Told to calm down (GOAWAY ENHANCE_YOUR_CALM) or cut off: bounded either way.
+    let seen = h2_raw::read_until(&mut io, WAIT, |f| f.kind == GOAWAY).await;
+    if let Some(frames) = seen {
+        let goaway = frames.last().unwrap();
+        assert_eq!(goaway.error_code(), Some(0xb), "{goaway:?}");
+    }
+    // Another connection is served at once.
+    let mut c = s.connect().await;
+    let (_, r) = tokio::time::timeout(WAIT, c.request(&call(1, "echo", json!({"text": "ok"}))))
+        .await
+        .unwrap();
+    assert_eq!(r.result()["content"][0]["text"], "ok");
+}
+
+#[tokio::test]
+async fn ping_and_settings_floods_leave_the_connection_serving() {
+    for kind in [PING, SETTINGS] {
+        let s = start(Transport::H2c, HttpConfig::default()).await;
+        let mut io = raw_h2(&s, &[]).await;
+        let one = if kind == PING {
+            h2_raw::frame(PING, 0, 0, &[7; 8])
+        } else {
+            h2_raw::frame(SETTINGS, 0, 0, &[])
+        };
+        let flood: Vec<u8> = one
+            .iter()
+            .copied()
+            .cycle()
+            .take(one.len() * 10_000)
+            .collect();
+        // Written while the answers are read (a client that reads its acks).
+        let (mut rd, mut wr) = tokio::io::split(io);
+        let writer = tokio::spawn(async move {
+            let _ = wr.write_all(&flood).await;
+            wr
+        });
+        let mut acks = 0usize;
+        while acks < 10_000 {
+            let Some(f) = h2_raw::next_frame(&mut rd, WAIT).await else {
+                break;
+            };
+            if f.kind == kind && f.flags & 1 == 1 {
+                acks += 1;
+            }
+            assert_ne!(f.kind, GOAWAY, "kind {kind}: {f:?}");
+        }
+        let wr = writer.await.unwrap();
+        io = Box::new(rd.unsplit(wr));
+        let frames = served_on(&mut io, &s.host(), 1).await;
+        assert!(frames.iter().all(|f| f.kind != GOAWAY), "kind {kind}");
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_header_block_is_refused_and_the_connection_serves_on() {
+    let limits = Http2Limits::default().max_header_list_bytes(16 * 1024);
+    let s = start(Transport::H2c, HttpConfig::default().http2_limits(limits)).await;
+    let host = s.host();
+    let mut io = raw_h2(&s, &[]).await;
+    let r = call(1, "echo", json!({"text": "a"}));
+    let mut headers = r.headers();
+    headers.push(("x-big".to_owned(), "b".repeat(40 * 1024)));
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::request(1, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    // Stream 1: a refusal (431 HEADERS, or RST_STREAM), never a 200.
+    let frames = h2_raw::read_until(&mut io, WAIT, |f| {
+        f.stream == 1 && (f.kind == h2_raw::HEADERS || f.kind == h2_raw::RST_STREAM)
+    })
+    .await
+    .expect("stream 1 answered");
+    assert!(!frames.last().unwrap().is_ok_headers(), "{frames:?}");
+    served_on(&mut io, &host, 3).await;
+}
+
+#[tokio::test]
+async fn a_stream_that_never_reads_its_sse_does_not_block_the_others() {
+    let config = HttpConfig::default()
+        .disconnect_probe(Some(Duration::from_millis(20)), Duration::from_millis(5));
+    let s = start(Transport::H2c, config).await;
+    let host = s.host();
+    // Streams may send 64 bytes before the client opens their window; the client
+    // opens stream 3's only.
+    let mut io = raw_h2(&s, &[(0x4, 64)]).await;
+    let r = call(1, "wait", json!({"ms": 5000, "tag": "raw"}));
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::request(1, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    // Stream 1 turns to SSE and its keep-alives fill its window.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let list = R2026_07_28.request("tools/list").id(3);
+    let lh = list.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &lh));
+    io.write_all(&h2_raw::request(3, &block, list.body().as_bytes()))
+        .await
+        .unwrap();
+    io.write_all(&h2_raw::frame(
+        WINDOW_UPDATE,
+        0,
+        3,
+        &(1u32 << 20).to_be_bytes(),
+    ))
+    .await
+    .unwrap();
+    io.write_all(&h2_raw::frame(
+        WINDOW_UPDATE,
+        0,
+        0,
+        &(1u32 << 20).to_be_bytes(),
+    ))
+    .await
+    .unwrap();
+    let frames = h2_raw::read_until(&mut io, WAIT, |f| {
+        f.stream == 3 && f.kind == h2_raw::DATA && f.flags & h2_raw::END_STREAM != 0
+    })
+    .await
+    .expect("stream 3 answered in full");
+    assert!(frames.iter().any(|f| f.stream == 3 && f.is_ok_headers()));
+    let data: usize = frames
+        .iter()
+        .filter(|f| f.stream == 1 && f.kind == h2_raw::DATA)
+        .map(|f| f.payload.len())
+        .sum();
+    assert!(data <= 64, "stream 1 sent past its window: {data}");
+}
+
+#[tokio::test]
+async fn tls_reload_keeps_connections_and_refuses_a_bad_pair() {
+    let s = start(Transport::H2Tls, HttpConfig::default()).await;
+    let certs: TlsCertificates = s.certificates.clone().unwrap();
+    let mut before = s.connect().await;
+    // A key of another certificate in place of the right one: refused, old pair kept.
+    let (_, other_key, _) = table::certificate(s.dir.path(), "other");
+    let (cert, key) = (
+        s.dir.path().join("server.crt"),
+        s.dir.path().join("server.key"),
+    );
+    let good_key = std::fs::read(&key).unwrap();
+    std::fs::copy(&other_key, &key).unwrap();
+    let err = certs.reload().expect_err("a mismatched pair");
+    assert!(err.to_string().contains("is not the private key"), "{err}");
+    assert!(TlsCertificates::load(&cert, &key).is_err());
+    std::fs::write(&key, b"not PEM").unwrap();
+    assert!(certs.reload().is_err());
+    // New connections still get the old pair, old ones still serve.
+    let mut c = s.connect().await;
+    let (_, r) = c.request(&call(1, "echo", json!({"text": "a"}))).await;
+    assert_eq!(r.status, 200);
+    std::fs::write(&key, good_key).unwrap();
+    certs.reload().unwrap();
+    let (_, r) = before.request(&call(2, "echo", json!({"text": "b"}))).await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn a_stale_socket_is_replaced_and_a_live_one_refused() {
+    let s = start(Transport::Unix, HttpConfig::default()).await;
+    let path = s.socket.clone().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let live = Server::bind_unix(
+        builder(&MODERN).build().unwrap(),
+        &path,
+        None,
+        HttpConfig::default(),
+    )
+    .expect_err("someone listens there");
+    assert!(
+        live.to_string().contains("another server is listening"),
+        "{live}"
+    );
+    // A socket file nobody listens on (a server that died).
+    let stale = s.dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let server = Server::bind_unix(
+        builder(&MODERN).build().unwrap(),
+        &stale,
+        None,
+        HttpConfig::default(),
+    )
+    .expect("a stale socket file is replaced");
+    drop(server);
+    assert!(!stale.exists(), "removed when the server is dropped");
+    // Not a socket: refused, left alone.
+    let file = s.dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = Server::bind_unix(
+        builder(&MODERN).build().unwrap(),
+        &file,
+        None,
+        HttpConfig::default(),
+    )
+    .expect_err("not a socket");
+    assert!(err.to_string().contains("not a socket"), "{err}");
+    assert!(file.exists());
+}
