@@ -109,6 +109,40 @@ impl McpSource {
         Self::new(name, Target::Stream(factory))
     }
 
+    /// A source from a command-line spec: `NAME=URL` (`http://`, `https://`) or
+    /// `NAME=stdio:PROGRAM ARGS...` (words split on spaces). The name is the
+    /// source's; whether it is also a namespace is the caller's choice.
+    ///
+    /// ```
+    /// use snodo_compose::{McpSource, Source};
+    /// let s = McpSource::from_spec("ev=stdio:npx -y @modelcontextprotocol/server-everything").unwrap();
+    /// assert_eq!(s.name(), "ev");
+    /// assert!(McpSource::from_spec("py=http://127.0.0.1:8000/mcp").is_ok());
+    /// assert!(McpSource::from_spec("nothing").is_err());
+    /// assert!(McpSource::from_spec("x=ftp://host").is_err());
+    /// ```
+    pub fn from_spec(spec: &str) -> Result<Self, String> {
+        let (name, target) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("{spec:?}: expected NAME=URL or NAME=stdio:COMMAND"))?;
+        if name.is_empty() {
+            return Err(format!("{spec:?}: the backend needs a name before '='"));
+        }
+        if let Some(cmd) = target.strip_prefix("stdio:") {
+            let mut words = cmd.split_whitespace().map(str::to_owned);
+            let program = words
+                .next()
+                .ok_or_else(|| format!("{spec:?}: stdio: needs a command"))?;
+            return Ok(Self::stdio(name, program, words));
+        }
+        if target.starts_with("http://") || target.starts_with("https://") {
+            return Ok(Self::http(name, target));
+        }
+        Err(format!(
+            "{spec:?}: the target must be an http:// or https:// URL or stdio:COMMAND"
+        ))
+    }
+
     /// Sends this header on every HTTP request to the backend (upstream credentials).
     /// An invalid name or value is left out, with a warning.
     #[must_use]
