@@ -48,6 +48,7 @@ impl std::str::FromStr for Protocol {
 #[derive(Clone, Default)]
 pub struct CallOptions {
     pub(crate) progress: Option<ProgressFn>,
+    pub(crate) log: Option<LogFn>,
     pub(crate) timeout: Option<Duration>,
 }
 
@@ -55,6 +56,7 @@ impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallOptions")
             .field("progress", &self.progress.is_some())
+            .field("log", &self.log.is_some())
             .field("timeout", &self.timeout)
             .finish()
     }
@@ -65,6 +67,15 @@ impl CallOptions {
     #[must_use]
     pub fn on_progress(mut self, f: impl Fn(crate::Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Receive the log messages the server sends on this call's own stream (HTTP
+    /// answers as SSE); the others, and every log message over stdio (which ties none
+    /// to a request), still go to [`ClientBuilder::on_log`].
+    #[must_use]
+    pub fn on_log(mut self, f: impl Fn(crate::LogMessage) + Send + Sync + 'static) -> Self {
+        self.log = Some(Arc::new(f));
         self
     }
 

@@ -366,9 +366,12 @@ impl Client {
                     answer_server(&self.inner, id, &method, params).await;
                 }
                 Some(Incoming::Notification { method, params }) => {
-                    self.inner
-                        .handlers
-                        .notify(&method, &params, opts.progress.as_ref());
+                    self.inner.handlers.notify(
+                        &method,
+                        &params,
+                        opts.progress.as_ref(),
+                        opts.log.as_ref(),
+                    );
                 }
                 _ => {}
             }
@@ -431,7 +434,7 @@ pub(crate) async fn unsolicited_loop(
                 tokio::spawn(async move { answer_server(&inner, id, &method, params).await });
             }
             Some(Incoming::Notification { method, params }) => {
-                inner.handlers.notify(&method, &params, None);
+                inner.handlers.notify(&method, &params, None, None);
             }
             _ => {}
         }

@@ -78,8 +78,15 @@ impl Handlers {
         }
     }
 
-    /// Delivers a notification to the callbacks; `progress` overrides the client-wide one.
-    pub(crate) fn notify(&self, method: &str, params: &Value, progress: Option<&ProgressFn>) {
+    /// Delivers a notification to the callbacks; `progress` and `log` override the
+    /// client-wide ones.
+    pub(crate) fn notify(
+        &self,
+        method: &str,
+        params: &Value,
+        progress: Option<&ProgressFn>,
+        log: Option<&LogFn>,
+    ) {
         match method {
             "notifications/progress" => {
                 if let Some(cb) = progress.or(self.progress.as_ref()) {
@@ -97,7 +104,7 @@ impl Handlers {
                 }
             }
             "notifications/message" => {
-                if let Some(cb) = &self.log {
+                if let Some(cb) = log.or(self.log.as_ref()) {
                     cb(LogMessage {
                         level: params
                             .get("level")

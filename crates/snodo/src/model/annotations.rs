@@ -1,7 +1,7 @@
 //! Annotations: audience, priority and last-modified hints on content blocks and
 //! resources, and the behaviour hints of a tool.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::content::Role;
 
@@ -9,11 +9,11 @@ use super::content::Role;
 /// resource template.
 ///
 /// `lastModified` does not exist in 2025-03-26; that dialect drops it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// Who the content is for: `"user"` and/or `"assistant"`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audience: Vec<Role>,
     /// Importance from 0 (least) to 1 (most).
     #[serde(skip_serializing_if = "Option::is_none")]

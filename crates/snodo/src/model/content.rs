@@ -1,14 +1,14 @@
 //! Content blocks, resource contents, tool results and prompt results.
 
 use base64::Engine as _;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::annotations::Annotations;
 use crate::protocol::json_text::{str_len, write_str};
 
 /// A conversation role.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The human side.
@@ -18,7 +18,7 @@ pub enum Role {
 }
 
 /// The contents of a resource: text or binary (base64 on the wire).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceContents {
     uri: String,
@@ -85,7 +85,7 @@ impl ResourceContents {
 }
 
 /// One content block of a tool result or prompt message.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -223,12 +223,14 @@ impl Content {
 }
 
 /// The result of a tool call.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
+    #[serde(default)]
     content: Vec<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
     structured_content: Option<Value>,
+    #[serde(default)]
     is_error: bool,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     meta: Option<Map<String, Value>>,
@@ -370,7 +372,7 @@ impl ToolResult {
 }
 
 /// One message of a prompt.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PromptMessage {
     /// Who speaks.
     pub role: Role,
@@ -399,10 +401,11 @@ impl PromptMessage {
 }
 
 /// The result of `prompts/get`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
+    #[serde(default)]
     messages: Vec<PromptMessage>,
 }
 

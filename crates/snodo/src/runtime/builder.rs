@@ -112,6 +112,8 @@ pub struct RuntimeBuilder {
     logging: bool,
     list_changed: bool,
     subscribe: bool,
+    /// Declare every component kind whatever the build registers (filled by `update`).
+    declare_all: bool,
     legacy_log_level: LogLevel,
     state_key: Option<Vec<u8>>,
     state_ttl: Duration,
@@ -155,6 +157,7 @@ impl RuntimeBuilder {
             logging: false,
             list_changed: false,
             subscribe: false,
+            declare_all: false,
             legacy_log_level: LogLevel::Info,
             state_key: None,
             state_ttl: Duration::from_secs(600),
@@ -224,6 +227,16 @@ impl RuntimeBuilder {
     /// Sets the instructions sent in `server/discover` and `initialize`.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Declares the `tools`, `prompts`, `resources` and `completions` capabilities
+    /// even when the build registers none of a kind: for a runtime whose catalogue is
+    /// filled later through [`Runtime::update`](crate::Runtime::update) (e.g. by the
+    /// mounts of `snodo-compose`), since capabilities are fixed at build.
+    #[must_use]
+    pub fn declare_all_kinds(mut self) -> Self {
+        self.declare_all = true;
         self
     }
 
@@ -443,11 +456,12 @@ impl RuntimeBuilder {
         }
         self.components.bind()?;
         let catalogue = Catalogue::build(self.components.clone(), &self.protocols, &self.info)?;
+        let all = self.declare_all;
         let capabilities = Capabilities {
-            tools: catalogue.has_tools(),
-            prompts: catalogue.has_prompts(),
-            resources: catalogue.has_resources(),
-            completions: catalogue.has_completions(),
+            tools: all || catalogue.has_tools(),
+            prompts: all || catalogue.has_prompts(),
+            resources: all || catalogue.has_resources(),
+            completions: all || catalogue.has_completions(),
             logging: self.logging,
             list_changed: self.list_changed,
             subscribe: self.subscribe,

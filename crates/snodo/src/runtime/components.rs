@@ -179,4 +179,11 @@ impl Components {
         self.templates.retain(|t| t.template != template.template);
         self.templates.push(template);
     }
+
+    /// Removes a resource template by its URI template; `false` if there was none.
+    pub fn remove_template(&mut self, template: &str) -> bool {
+        let before = self.templates.len();
+        self.templates.retain(|t| t.template != template);
+        before != self.templates.len()
+    }
 }

@@ -1,0 +1,337 @@
+//! A source's listing turned into front components: each definition as the
+//! transforms show it, each handler forwarding to the source with the backend's name
+//! or URI, and the answer read back into snodo's model (resource URIs mapped to the
+//! front's).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use snodo::{
+    Annotations, CompletionRequest, HandlerError, Prompt, PromptArgument, PromptArguments,
+    PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceTemplate,
+    RpcError, Tool, ToolResult,
+};
+use tokio::sync::Notify;
+
+use crate::source::{Listing, Source, SourceError};
+use crate::transform::Transforms;
+
+/// What every handler of one mount shares.
+pub(crate) struct Forward {
+    pub(crate) source: Arc<dyn Source>,
+    pub(crate) transforms: Transforms,
+    /// Wakes the mount when a call found the backend down.
+    pub(crate) poke: Arc<Notify>,
+}
+
+/// One front component and its front name (URI for resources and templates).
+pub(crate) enum Item {
+    Tool(String, Tool),
+    Prompt(String, Prompt),
+    Resource(String, Resource),
+    Template(String, ResourceTemplate),
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+impl Forward {
+    /// Sends a request to the source; errors keep their codes, a down backend is named.
+    async fn send(
+        &self,
+        method: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, HandlerError> {
+        match self.source.request(method, params, ctx).await {
+            Ok(v) => Ok(v),
+            Err(SourceError::Rpc(e)) => Err(HandlerError::Protocol(e)),
+            Err(SourceError::Down(m)) => {
+                tracing::warn!(source = %self.source.name(), %method, error = %m, "backend call failed");
+                self.poke.notify_one();
+                Err(HandlerError::Protocol(RpcError::internal(m)))
+            }
+        }
+    }
+
+    fn unreadable(&self, what: &str, e: &serde_json::Error) -> HandlerError {
+        HandlerError::Protocol(RpcError::internal(format!(
+            "backend \"{}\" sent a {what} snodo cannot read: {e}",
+            self.source.name()
+        )))
+    }
+
+    /// Rewrites the backend URIs in content blocks to the front's.
+    fn map_content(&self, blocks: Option<&mut Value>) {
+        let Some(Value::Array(blocks)) = blocks else {
+            return;
+        };
+        for b in blocks {
+            let slot = match str_of(b, "type") {
+                Some("resource_link") => b.get_mut("uri"),
+                Some("resource") => b.pointer_mut("/resource/uri"),
+                _ => None,
+            };
+            if let Some(Value::String(u)) = slot {
+                *u = self.transforms.front_uri(u);
+            }
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        backend: &str,
+        args: Value,
+        ctx: RequestContext,
+    ) -> Result<ToolResult, HandlerError> {
+        let mut p = Map::new();
+        p.insert("name".into(), json!(backend));
+        if !args.is_null() {
+            p.insert("arguments".into(), args);
+        }
+        let mut r = self.send("tools/call", Value::Object(p), &ctx).await?;
+        self.map_content(r.get_mut("content"));
+        serde_json::from_value(r).map_err(|e| self.unreadable("tool result", &e))
+    }
+
+    async fn get_prompt(
+        &self,
+        backend: &str,
+        args: PromptArguments,
+        ctx: RequestContext,
+    ) -> Result<PromptResult, HandlerError> {
+        let p = json!({"name": backend, "arguments": args});
+        let mut r = self.send("prompts/get", p, &ctx).await?;
+        if let Some(Value::Array(msgs)) = r.get_mut("messages") {
+            for m in msgs {
+                if let Some(c) = m.get_mut("content") {
+                    let mut one = Value::Array(vec![c.take()]);
+                    self.map_content(Some(&mut one));
+                    if let Value::Array(mut v) = one {
+                        *c = v.pop().unwrap_or(Value::Null);
+                    }
+                }
+            }
+        }
+        serde_json::from_value(r).map_err(|e| self.unreadable("prompt", &e))
+    }
+
+    async fn read(
+        &self,
+        req: ReadRequest,
+        ctx: RequestContext,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        let backend = self
+            .transforms
+            .backend_uri(&req.uri)
+            .ok_or(HandlerError::NotFound)?;
+        let r = self
+            .send("resources/read", json!({"uri": backend}), &ctx)
+            .await?;
+        let mut contents = r.get("contents").cloned().unwrap_or_else(|| json!([]));
+        if let Value::Array(items) = &mut contents {
+            for c in items {
+                if let Some(Value::String(u)) = c.get_mut("uri") {
+                    *u = self.transforms.front_uri(u);
+                }
+            }
+        }
+        serde_json::from_value(contents).map_err(|e| self.unreadable("resource", &e))
+    }
+
+    async fn complete(
+        &self,
+        reference: Value,
+        req: CompletionRequest,
+        ctx: RequestContext,
+    ) -> Result<Vec<String>, HandlerError> {
+        let p = json!({
+            "ref": reference,
+            "argument": {"name": req.argument, "value": req.value},
+            "context": {"arguments": req.context},
+        });
+        let r = self.send("completion/complete", p, &ctx).await?;
+        Ok(r.pointer("/completion/values")
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+fn tool(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
+    let backend = str_of(def, "name")?.to_owned();
+    let t = &fwd.transforms;
+    let front = t.front_name(&backend)?;
+    let schema = def
+        .get("inputSchema")
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let mut tool = Tool::new(front.clone()).input_schema(schema);
+    if let Some(s) = def.get("outputSchema").filter(|s| s.is_object()) {
+        tool = tool.output_schema(s.clone());
+    }
+    if let Some(title) = str_of(def, "title") {
+        tool = tool.title(title);
+    }
+    if let Some(d) = t
+        .description_of(&backend)
+        .or_else(|| str_of(def, "description"))
+    {
+        tool = tool.description(d);
+    }
+    let own = def
+        .get("annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten();
+    for (k, v) in own.chain(t.annotations_of(&backend).into_iter().flatten()) {
+        tool = tool.annotation(k.clone(), v.clone());
+    }
+    if let Some(meta) = def.get("_meta").and_then(Value::as_object) {
+        for (k, v) in meta {
+            tool = tool.meta(k.clone(), v.clone());
+        }
+    }
+    if let Some(p) = t.policy_of(&backend) {
+        tool = p.apply(tool);
+    }
+    let f = Arc::clone(fwd);
+    let tool = tool.raw_handler(move |args, ctx| {
+        let (f, backend) = (Arc::clone(&f), backend.clone());
+        async move { f.call_tool(&backend, args, ctx).await }
+    });
+    Some(Item::Tool(front, tool))
+}
+
+fn prompt(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
+    let backend = str_of(def, "name")?.to_owned();
+    let t = &fwd.transforms;
+    let front = t.front_name(&backend)?;
+    let mut p = Prompt::new(front.clone());
+    if let Some(title) = str_of(def, "title") {
+        p = p.title(title);
+    }
+    if let Some(d) = t
+        .description_of(&backend)
+        .or_else(|| str_of(def, "description"))
+    {
+        p = p.description(d);
+    }
+    for a in def
+        .get("arguments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = str_of(a, "name") else {
+            continue;
+        };
+        let mut arg = PromptArgument::new(name);
+        if let Some(d) = str_of(a, "description") {
+            arg = arg.description(d);
+        }
+        if a.get("required") == Some(&Value::Bool(true)) {
+            arg = arg.required();
+        }
+        p = p.arg(arg);
+    }
+    let (f, b) = (Arc::clone(fwd), backend.clone());
+    let p = p.handler(move |args, ctx| {
+        let (f, b) = (Arc::clone(&f), b.clone());
+        async move { f.get_prompt(&b, args, ctx).await }
+    });
+    let f = Arc::clone(fwd);
+    let p = p.completer(move |req, ctx| {
+        let (f, r) = (
+            Arc::clone(&f),
+            json!({"type": "ref/prompt", "name": backend}),
+        );
+        async move { f.complete(r, req, ctx).await }
+    });
+    Some(Item::Prompt(front, p))
+}
+
+fn annotations(def: &Value) -> Option<Annotations> {
+    def.get("annotations")
+        .and_then(|a| serde_json::from_value(a.clone()).ok())
+}
+
+fn resource(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
+    let uri = str_of(def, "uri")?;
+    let t = &fwd.transforms;
+    if !t.admits_uri(uri) {
+        return None;
+    }
+    let front = t.front_uri(uri);
+    let mut r = Resource::new(front.clone(), str_of(def, "name").unwrap_or(uri));
+    if let Some(title) = str_of(def, "title") {
+        r = r.title(title);
+    }
+    if let Some(d) = t.description_of(uri).or_else(|| str_of(def, "description")) {
+        r = r.description(d);
+    }
+    if let Some(m) = str_of(def, "mimeType") {
+        r = r.mime_type(m);
+    }
+    if let Some(a) = annotations(def) {
+        r = r.annotations(a);
+    }
+    let f = Arc::clone(fwd);
+    let r = r.reader(move |req, ctx| {
+        let f = Arc::clone(&f);
+        async move { f.read(req, ctx).await }
+    });
+    Some(Item::Resource(front, r))
+}
+
+fn template(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
+    let uri = str_of(def, "uriTemplate")?.to_owned();
+    let t = &fwd.transforms;
+    if !t.admits_uri(&uri) {
+        return None;
+    }
+    let front = t.front_uri(&uri);
+    let mut r = ResourceTemplate::new(front.clone(), str_of(def, "name").unwrap_or(&uri));
+    if let Some(title) = str_of(def, "title") {
+        r = r.title(title);
+    }
+    if let Some(d) = t
+        .description_of(&uri)
+        .or_else(|| str_of(def, "description"))
+    {
+        r = r.description(d);
+    }
+    if let Some(m) = str_of(def, "mimeType") {
+        r = r.mime_type(m);
+    }
+    if let Some(a) = annotations(def) {
+        r = r.annotations(a);
+    }
+    let f = Arc::clone(fwd);
+    let r = r.reader(move |req, ctx| {
+        let f = Arc::clone(&f);
+        async move { f.read(req, ctx).await }
+    });
+    let f = Arc::clone(fwd);
+    let r = r.completer(move |req, ctx| {
+        let (f, r) = (Arc::clone(&f), json!({"type": "ref/resource", "uri": uri}));
+        async move { f.complete(r, req, ctx).await }
+    });
+    Some(Item::Template(front, r))
+}
+
+/// The front components for `listing` (what the transforms filter out is left out).
+pub(crate) fn items(fwd: &Arc<Forward>, listing: &Listing) -> Vec<Item> {
+    let mut out = Vec::new();
+    out.extend(listing.tools.iter().filter_map(|d| tool(fwd, d)));
+    out.extend(listing.prompts.iter().filter_map(|d| prompt(fwd, d)));
+    out.extend(listing.resources.iter().filter_map(|d| resource(fwd, d)));
+    out.extend(listing.templates.iter().filter_map(|d| template(fwd, d)));
+    out
+}

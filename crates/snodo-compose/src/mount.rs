@@ -1,0 +1,334 @@
+//! [`Mount`]: a source's components kept in a front runtime's catalogue — listed at
+//! mount, listed again when the source announces a change, removed while the source is
+//! down (logged and counted) and put back when it returns.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use snodo::Runtime;
+use tokio::sync::{Notify, watch};
+
+use crate::mirror::{self, Forward, Item};
+use crate::source::{Listing, Source};
+use crate::transform::Transforms;
+use crate::visibility::Kind;
+
+/// Where a mount stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Not listed yet.
+    Connecting,
+    /// Mounted: how many front components it provides, and how many times it listed.
+    Up {
+        /// Components in the front catalogue.
+        components: usize,
+        /// Successful listings so far.
+        generation: u64,
+    },
+    /// The source could not be listed: its components are out of the front's lists.
+    Down(String),
+}
+
+/// How often a mount checks an idle source, and how it retries one that is down.
+#[derive(Clone, Copy, Debug)]
+pub struct MountOptions {
+    /// Between checks of a source that is up (default 5 s).
+    pub health_interval: Duration,
+    /// The first retry of a source that is down (default 250 ms), doubled up to
+    /// `max_backoff` (default 5 s).
+    pub min_backoff: Duration,
+    /// The longest wait between retries.
+    pub max_backoff: Duration,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        Self {
+            health_interval: Duration::from_secs(5),
+            min_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The names a mount put in the front catalogue.
+#[derive(Default)]
+struct Installed(Vec<(Kind, String)>);
+
+struct Shared {
+    front: Runtime,
+    fwd: Arc<Forward>,
+    status: watch::Sender<Status>,
+    installed: std::sync::Mutex<Installed>,
+    downs: AtomicU64,
+}
+
+/// A source mounted in a front runtime. Dropping it unmounts: its components leave
+/// the front catalogue.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use snodo::{NoArguments, Runtime, Tool};
+/// use snodo_compose::{McpSource, Mount, Status, Transforms};
+/// let backend = Runtime::builder("backend", "1")
+///     .tool(Tool::new("hello").description("Says hi").handler(|_: NoArguments| async { "hi" }))
+///     .build().unwrap();
+/// let front = Runtime::builder("front", "1").build().unwrap();
+/// let mount = Mount::new(&front, McpSource::runtime("b", backend), Transforms::new().namespace("b"));
+/// let status = mount.ready(std::time::Duration::from_secs(5)).await;
+/// assert!(matches!(status, Status::Up { components: 1, .. }));
+/// # }
+/// ```
+pub struct Mount {
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("source", &self.shared.fwd.source.name())
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Mount {
+    /// Mounts `source` in `front` with `transforms` (default [`MountOptions`]). Must be
+    /// called inside a Tokio runtime: the mount lists in a task of its own.
+    pub fn new(front: &Runtime, source: impl Source, transforms: Transforms) -> Self {
+        Self::with_options(front, Arc::new(source), transforms, MountOptions::default())
+    }
+
+    /// [`new`](Self::new) with a shared source and options.
+    pub fn with_options(
+        front: &Runtime,
+        source: Arc<dyn Source>,
+        transforms: Transforms,
+        options: MountOptions,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            front: front.clone(),
+            fwd: Arc::new(Forward {
+                source,
+                transforms,
+                poke: Arc::new(Notify::new()),
+            }),
+            status: watch::channel(Status::Connecting).0,
+            installed: std::sync::Mutex::new(Installed::default()),
+            downs: AtomicU64::new(0),
+        });
+        let task = tokio::spawn(run(Arc::clone(&shared), options));
+        Self { shared, task }
+    }
+
+    /// Where the mount stands now.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.shared.status.borrow().clone()
+    }
+
+    /// How many times the source went down.
+    #[must_use]
+    pub fn down_count(&self) -> u64 {
+        self.shared.downs.load(Ordering::Relaxed)
+    }
+
+    /// Lists the source again now.
+    pub fn refresh(&self) {
+        self.shared.fwd.poke.notify_one();
+    }
+
+    /// Waits (at most `limit`) until `pred` holds for the status, and returns it.
+    pub async fn wait_for(&self, limit: Duration, pred: impl Fn(&Status) -> bool) -> Status {
+        let mut rx = self.shared.status.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|s| pred(s))).await;
+        self.status()
+    }
+
+    /// Waits (at most `limit`) for the first listing to succeed or fail.
+    pub async fn ready(&self, limit: Duration) -> Status {
+        self.wait_for(limit, |s| *s != Status::Connecting).await
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        self.task.abort();
+        uninstall(&self.shared);
+    }
+}
+
+fn uninstall(shared: &Shared) {
+    let old = take_installed(shared);
+    if old.is_empty() {
+        return;
+    }
+    if let Err(e) = shared.front.update(|c| remove(c, &old)) {
+        tracing::error!(source = %shared.fwd.source.name(), error = %e, "could not unmount");
+    }
+}
+
+/// The names the mount placed, forgotten (and their visibility rules cleared).
+fn take_installed(shared: &Shared) -> Vec<(Kind, String)> {
+    let old = shared
+        .installed
+        .lock()
+        .map(|mut i| std::mem::take(&mut i.0))
+        .unwrap_or_default();
+    if let Some((gate, _)) = &shared.fwd.transforms.visibility {
+        for (k, n) in &old {
+            gate.clear(*k, n);
+        }
+    }
+    old
+}
+
+fn remove(c: &mut snodo::Components, old: &[(Kind, String)]) {
+    for (k, n) in old {
+        match k {
+            Kind::Tool => c.remove_tool(n),
+            Kind::Prompt => c.remove_prompt(n),
+            Kind::Resource => c.remove_resource(n),
+            Kind::Template => c.remove_template(n),
+        };
+    }
+}
+
+/// Adds one item unless a component of that name that is not the mount's exists.
+fn add(c: &mut snodo::Components, item: Item, placed: &mut Vec<(Kind, String)>, source: &str) {
+    let (kind, name) = match &item {
+        Item::Tool(n, _) => (Kind::Tool, n.clone()),
+        Item::Prompt(n, _) => (Kind::Prompt, n.clone()),
+        Item::Resource(n, _) => (Kind::Resource, n.clone()),
+        Item::Template(n, _) => (Kind::Template, n.clone()),
+    };
+    let taken = match kind {
+        Kind::Tool => c.has_tool(&name),
+        Kind::Prompt => c.has_prompt(&name),
+        Kind::Resource | Kind::Template => false,
+    };
+    if taken {
+        tracing::warn!(source, component = %name, "name already served at the front: left out");
+        return;
+    }
+    match item {
+        Item::Tool(_, t) => c.add_tool(t),
+        Item::Prompt(_, p) => c.add_prompt(p),
+        Item::Resource(_, r) => c.add_resource(r),
+        Item::Template(_, t) => c.add_template(t),
+    }
+    placed.push((kind, name));
+}
+
+fn install(shared: &Shared, listing: &Listing) -> usize {
+    let old = take_installed(shared);
+    let source = shared.fwd.source.name().to_owned();
+    let items = mirror::items(&shared.fwd, listing);
+    let mut placed = Vec::new();
+    let mut pending = Some(items);
+    // One update: the old set leaves and the new one arrives at once.
+    let all = shared.front.update(|c| {
+        remove(c, &old);
+        for item in pending.take().into_iter().flatten() {
+            add(c, item, &mut placed, &source);
+        }
+    });
+    if let Err(e) = all {
+        // One bad definition (an invalid schema, a bad name) must not keep the others
+        // out: add them one at a time.
+        tracing::warn!(%source, error = %e, "mounting one component at a time");
+        placed.clear();
+        if let Err(e) = shared.front.update(|c| remove(c, &old)) {
+            tracing::error!(%source, error = %e, "could not unmount");
+        }
+        for item in mirror::items(&shared.fwd, listing) {
+            let mut one = Vec::new();
+            let mut item = Some(item);
+            let r = shared.front.update(|c| {
+                if let Some(i) = item.take() {
+                    add(c, i, &mut one, &source);
+                }
+            });
+            match r {
+                Ok(()) => placed.extend(one),
+                Err(e) => tracing::warn!(%source, error = %e, "component left out"),
+            }
+        }
+    }
+    if let Some((gate, rule)) = &shared.fwd.transforms.visibility {
+        for (k, n) in &placed {
+            gate.set(*k, n, Arc::clone(rule));
+        }
+    }
+    let n = placed.len();
+    if let Ok(mut installed) = shared.installed.lock() {
+        installed.0 = placed;
+    }
+    n
+}
+
+async fn run(shared: Arc<Shared>, options: MountOptions) {
+    let source = Arc::clone(&shared.fwd.source);
+    let poke = Arc::clone(&shared.fwd.poke);
+    let mut changes = source.changes();
+    let mut backoff = options.min_backoff;
+    let mut generation = 0;
+    // Keeps a stand-in for a source's change channel that closed.
+    let mut _stand_in = None;
+    loop {
+        changes.borrow_and_update();
+        let up = match source.list().await {
+            Ok(listing) => {
+                generation += 1;
+                let components = install(&shared, &listing);
+                tracing::info!(source = %source.name(), components, "mounted");
+                shared.status.send_replace(Status::Up {
+                    components,
+                    generation,
+                });
+                backoff = options.min_backoff;
+                true
+            }
+            Err(e) => {
+                let was = shared.status.borrow().clone();
+                if !matches!(was, Status::Down(_)) {
+                    shared.downs.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
+                }
+                uninstall(&shared);
+                shared.status.send_replace(Status::Down(e.to_string()));
+                false
+            }
+        };
+        if up {
+            loop {
+                tokio::select! {
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            // The source can announce nothing more: checks only.
+                            let (tx, rx) = watch::channel(0);
+                            _stand_in = Some(tx);
+                            changes = rx;
+                            continue;
+                        }
+                        break;
+                    }
+                    () = poke.notified() => break,
+                    () = tokio::time::sleep(options.health_interval) => {
+                        if source.check().await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        } else {
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = poke.notified() => {}
+            }
+            backoff = (backoff * 2).min(options.max_backoff);
+        }
+    }
+}

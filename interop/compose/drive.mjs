@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+// Drives a front snodo (compose_front) with the official TypeScript clients:
+//   2026-07-28                      -> @modelcontextprotocol/client 2.4.0 (pinned)
+//   2025-11-25, 2025-06-18, 2025-03-26 -> @modelcontextprotocol/sdk 1.32.2 (initialize rewritten)
+//
+//   node drive.mjs URL VERSION NS KIND [STEP...]
+//
+// KIND: everything | py | rmcp (what the backend mounted under NS serves). STEPS default
+// to all of: list call local read prompt progress cancel. One line per check,
+// "ok ..." or "FAIL ...", exit 1 on any failure.
+
+const [url, WANT, NS, KIND, ...only] = process.argv.slice(2);
+if (!url || !WANT || !NS || !KIND) {
+    console.error('usage: node drive.mjs URL VERSION NS KIND [STEP...]');
+    process.exit(2);
+}
+const REQ = { timeout: 30000 };
+const TAG = `${KIND}@${NS} x ${WANT}`;
+let failed = 0;
+const ok = m => console.log(`ok   ${TAG}: ${m}`);
+const fail = m => {
+    failed++;
+    console.log(`FAIL ${TAG}: ${m}`);
+};
+const want = step => only.length === 0 || only.includes(step);
+
+async function connect() {
+    const info = { name: 'compose-interop', version: '0.1.0' };
+    if (WANT === '2026-07-28') {
+        const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
+        const client = new Client(info, { capabilities: {}, versionNegotiation: { mode: { pin: WANT } } });
+        await client.connect(new StreamableHTTPClientTransport(new URL(url)), REQ);
+        return {
+            client,
+            callTool: (p, o = {}) => client.callTool(p, { ...REQ, ...o })
+        };
+    }
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const client = new Client(info, { capabilities: {} });
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+        if (message?.method === 'initialize' && message.params) {
+            message = { ...message, params: { ...message.params, protocolVersion: WANT } };
+        }
+        return send(message, options);
+    };
+    await client.connect(transport, REQ);
+    if (transport.protocolVersion && transport.protocolVersion !== WANT) {
+        throw new Error(`negotiated ${transport.protocolVersion}, wanted ${WANT}`);
+    }
+    return { client, callTool: (p, o = {}) => client.callTool(p, undefined, { ...REQ, ...o }) };
+}
+
+const text = r => (r?.content ?? []).map(c => c.text ?? '').join('');
+
+// What each backend serves (its own names; the front adds NS_ and NS/).
+const SPEC = {
+    everything: {
+        echo: ['echo', { message: 'hi' }, 'Echo: hi'],
+        read: ['demo://{NS}/resource/dynamic/text/3', 'Resource 3'],
+        prompt: ['args-prompt', { city: 'Paris' }, 'Paris'],
+        progress: ['trigger-long-running-operation', { duration: 1, steps: 3 }, 3],
+        slow: ['trigger-long-running-operation', { duration: 20, steps: 2 }]
+    },
+    py: {
+        echo: ['echo', { text: 'hi' }, 'echo: hi'],
+        read: ['note://{NS}/greeting', 'hello from Python'],
+        prompt: ['greet', { who: 'Ada' }, 'Ada'],
+        progress: ['count', { steps: 3, delay: 0.05 }, 3],
+        slow: ['count', { steps: 2, delay: 20 }]
+    },
+    rmcp: { echo: ['echo', { text: 'hi' }, 'hi'] }
+}[KIND];
+
+async function step(name, f) {
+    if (!want(name)) return;
+    try {
+        await f();
+    } catch (e) {
+        fail(`${name}: ${e?.message ?? e}`);
+    }
+}
+
+const c = await connect().catch(e => {
+    fail(`connect: ${e?.message ?? e}`);
+    process.exit(1);
+});
+const { client } = c;
+
+await step('list', async () => {
+    const { tools } = await client.listTools(undefined, REQ);
+    const names = tools.map(t => t.name);
+    const mine = `${NS}_${SPEC.echo[0]}`;
+    if (!names.includes('local_echo') || !names.includes(mine)) throw new Error(`tools ${names.join(',')}`);
+    ok(`list: ${names.length} tools with local_echo and ${mine}`);
+});
+await step('local', async () => {
+    const r = await c.callTool({ name: 'local_echo', arguments: { text: 'x' } });
+    if (text(r) !== 'local: x') throw new Error(`local_echo said ${text(r)}`);
+    ok('call local_echo');
+});
+await step('call', async () => {
+    const [n, a, t] = SPEC.echo;
+    const r = await c.callTool({ name: `${NS}_${n}`, arguments: a });
+    if (!text(r).includes(t)) throw new Error(`${n} said ${JSON.stringify(r)}`);
+    ok(`call ${NS}_${n}`);
+});
+if (SPEC.read) {
+    await step('read', async () => {
+        const uri = SPEC.read[0].replace('{NS}', NS);
+        const r = await client.readResource({ uri }, REQ);
+        const t = r.contents.map(x => x.text ?? '').join('');
+        if (!t.includes(SPEC.read[1]) || r.contents[0].uri !== uri) throw new Error(JSON.stringify(r).slice(0, 300));
+        ok(`read ${uri}`);
+    });
+    await step('prompt', async () => {
+        const [n, a, t] = SPEC.prompt;
+        const r = await client.getPrompt({ name: `${NS}_${n}`, arguments: a }, REQ);
+        if (!JSON.stringify(r.messages).includes(t)) throw new Error(JSON.stringify(r).slice(0, 300));
+        ok(`prompt ${NS}_${n}`);
+    });
+    await step('progress', async () => {
+        const [n, a, count] = SPEC.progress;
+        const seen = [];
+        const r = await c.callTool({ name: `${NS}_${n}`, arguments: a }, { onprogress: p => seen.push(p.progress) });
+        if (r.isError || seen.length !== count) throw new Error(`progress ${JSON.stringify(seen)}, ${JSON.stringify(r).slice(0, 200)}`);
+        ok(`progress ${JSON.stringify(seen)} relayed from ${NS}_${n}`);
+    });
+    await step('cancel', async () => {
+        const [n, a] = SPEC.slow;
+        const ac = new AbortController();
+        const t0 = Date.now();
+        setTimeout(() => ac.abort('enough'), 500);
+        let threw = false;
+        try {
+            await c.callTool({ name: `${NS}_${n}`, arguments: a }, { signal: ac.signal, onprogress: () => {} });
+        } catch {
+            threw = true;
+        }
+        const ms = Date.now() - t0;
+        if (!threw || ms > 5000) throw new Error(`abort: threw=${threw} after ${ms} ms`);
+        // The front and the backend connection still serve.
+        const [e, ea, et] = SPEC.echo;
+        const r = await c.callTool({ name: `${NS}_${e}`, arguments: ea });
+        if (!text(r).includes(et)) throw new Error(`after cancel: ${JSON.stringify(r)}`);
+        ok(`cancel of ${NS}_${n} after ${ms} ms, the backend still answers`);
+    });
+}
+await client.close().catch(() => {});
+process.exit(failed ? 1 : 0);

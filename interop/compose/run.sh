@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Composition against servers nobody here wrote (issue 32): a front snodo
+# (crates/snodo-compose/examples/compose_front.rs) serves its own tool `local_echo`
+# beside four mounted backends, each under a namespace:
+#   ev   @modelcontextprotocol/server-everything 2026.8.31 over stdio (a child of the front)
+#   evh  the same server over Streamable HTTP (sessions)
+#   py   the official Python SDK's FastMCP (mcp 1.30.0) over Streamable HTTP (sessions),
+#        py_backend.py
+#   rm   rmcp 3.11's bench server (tools only), built from RMCP_SERVER_DIR
+# Driven on every front revision by the official TypeScript clients (drive.mjs:
+# @modelcontextprotocol/client 2.4.0 for 2026-07-28, @modelcontextprotocol/sdk 1.32.2 for
+# the initialize era) and the Python client (drive.py, mcp 1.30.0): list, call, read,
+# prompt, progress, a cancellation; then each HTTP backend and the stdio child killed
+# (they leave the lists, a call fails) and restarted (they come back).
+# One line per check, ends with "N passed, M failed"; exit 0 iff M == 0, 2 on setup
+# errors. Every process listens on 127.0.0.1 and is stopped by PID.
+#
+# Environment:
+#   FRONT_BIN        the front (default <target>/debug/examples/compose_front; built here
+#                    with cargo when missing)
+#   NODE, PYTHON     node >= 20, python >= 3.10
+#   RMCP_SERVER_DIR  the rmcp bench server's crate (default <repo>/../shared/tools/bench/rmcp-server)
+#   RMCP_TARGET_DIR  its cargo target dir (default <target>/rmcp-bench-server)
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
+FRONT_BIN="${FRONT_BIN:-$TARGET/debug/examples/compose_front}"
+NODE="${NODE:-node}"
+PYTHON="${PYTHON:-python3}"
+RMCP_SERVER_DIR="${RMCP_SERVER_DIR:-$REPO/../shared/tools/bench/rmcp-server}"
+RMCP_TARGET_DIR="${RMCP_TARGET_DIR:-$TARGET/rmcp-bench-server}"
+PY_MCP=1.30.0
+VERSIONS=(2026-07-28 2025-11-25 2025-06-18 2025-03-26)
+
+die() { echo "interop/compose: $*" >&2; echo "0 passed, 1 failed"; exit 2; }
+command -v "$NODE" >/dev/null 2>&1 || die "node not found (set NODE, >= 20)"
+
+# ---- installs ----------------------------------------------------------------------
+installed() {
+    "$NODE" -e 'try { process.stdout.write(require(process.argv[1] + "/package.json").version) } catch {}' \
+        "$HERE/node_modules/$1" 2>/dev/null || true
+}
+if [ "$(installed @modelcontextprotocol/server-everything)" != 2026.8.31 ] ||
+    [ "$(installed @modelcontextprotocol/client)" != 2.4.0 ]; then
+    echo "interop/compose: npm ci" >&2
+    (cd "$HERE" && npm ci --ignore-scripts --no-audit --no-fund >&2) || die "npm ci failed"
+fi
+VENV="$HERE/.venv-mcp-$PY_MCP"
+if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$PY_MCP')" 2>/dev/null; then
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV" >&2 || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/../client/requirements-mcp-$PY_MCP.txt" >&2 ||
+        die "pip install mcp==$PY_MCP failed"
+fi
+if [ ! -x "$FRONT_BIN" ]; then
+    (cd "$REPO" && cargo build -q -p snodo-compose --example compose_front >&2) || die "building compose_front failed"
+fi
+[ -f "$RMCP_SERVER_DIR/Cargo.toml" ] || die "no rmcp bench server at $RMCP_SERVER_DIR (set RMCP_SERVER_DIR)"
+cargo build -q --locked --manifest-path "$RMCP_SERVER_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
+    die "building the rmcp bench server failed"
+RMCP_BIN="$RMCP_TARGET_DIR/debug/rmcp-bench-server"
+EVERYTHING="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+# ---- processes ---------------------------------------------------------------------
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-interop.XXXXXX")"
+declare -A PIDS=()
+stop() {
+    local pid="${PIDS[$1]:-}"
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    unset "PIDS[$1]"
+}
+cleanup() {
+    for n in front "${!PIDS[@]}"; do stop "$n"; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+    "$NODE" -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+wait_port() {
+    for _ in $(seq 300); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# start NAME PORT CMD...: a background process, its output in $WORK/NAME.log
+start() {
+    local name="$1" port="$2"
+    shift 2
+    "$@" >"$WORK/$name.log" 2>&1 &
+    PIDS[$name]=$!
+    wait_port "$port" || { tail -20 "$WORK/$name.log" >&2; die "$name did not listen on $port"; }
+}
+
+EVH_PORT=$(free_port)
+PY_PORT=$(free_port)
+RM_PORT=$(free_port)
+FRONT_PORT=$(free_port)
+start_evh() { start evh "$EVH_PORT" env PORT="$EVH_PORT" "$NODE" --require "$HERE/loopback.cjs" "$EVERYTHING" streamableHttp; }
+start_py() { start py "$PY_PORT" "$VENV/bin/python" "$HERE/py_backend.py" "$PY_PORT"; }
+start_rm() { start rm "$RM_PORT" env RMCP_BENCH_STATEFUL=1 RMCP_BENCH_SSE=1 RMCP_BENCH_WORKERS=1 "$RMCP_BIN" "127.0.0.1:$RM_PORT"; }
+start_evh
+start_py
+start_rm
+start front "$FRONT_PORT" env RUST_LOG="${RUST_LOG:-snodo_compose=info}" "$FRONT_BIN" "127.0.0.1:$FRONT_PORT" \
+    "ev=stdio:$NODE $EVERYTHING stdio" \
+    "evh=http://127.0.0.1:$EVH_PORT/mcp" \
+    "py=http://127.0.0.1:$PY_PORT/mcp" \
+    "rm=http://127.0.0.1:$RM_PORT/mcp"
+URL="http://127.0.0.1:$FRONT_PORT/mcp"
+for _ in $(seq 100); do grep -q '^ready' "$WORK/front.log" && break; sleep 0.1; done
+
+# ---- checks ------------------------------------------------------------------------
+PASS=0
+FAIL=0
+tally() { # a driver's output: count its lines
+    local out="$1"
+    echo "$out"
+    PASS=$((PASS + $(grep -c '^ok ' <<<"$out" || true)))
+    FAIL=$((FAIL + $(grep -c '^FAIL ' <<<"$out" || true)))
+}
+ts() { tally "$(cd "$HERE" && "$NODE" drive.mjs "$URL" "$@" 2>&1 || true)"; }
+py() { tally "$("$VENV/bin/python" "$HERE/drive.py" "$URL" "$@" 2>&1 || true)"; }
+check() { # check NAME CMD...: one line for a shell condition
+    if "${@:2}"; then echo "ok   $1"; PASS=$((PASS + 1)); else echo "FAIL $1"; FAIL=$((FAIL + 1)); fi
+}
+
+for v in "${VERSIONS[@]}"; do
+    ts "$v" ev everything
+    ts "$v" evh everything
+    ts "$v" py py
+    ts "$v" rm rmcp
+done
+for v in 2025-11-25 2025-06-18 2025-03-26; do
+    py "$v" ev everything
+    py "$v" py py
+    py "$v" rm rmcp
+done
+
+# Kill and restart. The front checks an idle backend every 5 s.
+tools() { (cd "$HERE" && "$NODE" --input-type=module -e '
+    const { Client } = await import("@modelcontextprotocol/client");
+    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
+    const c = new Client({ name: "t", version: "1" }, { capabilities: {}, versionNegotiation: { mode: { pin: "2026-07-28" } } });
+    await c.connect(new StreamableHTTPClientTransport(new URL(process.argv[1])));
+    const { tools } = await c.listTools();
+    console.log(tools.map(t => t.name).join(" "));
+    await c.close();
+' "$URL" 2>/dev/null) || true; }
+has_tool() { tools | tr ' ' '\n' | grep -qx "$1"; }
+eventually() { # eventually SECONDS CMD...
+    local until=$((SECONDS + $1))
+    shift
+    while [ $SECONDS -lt $until ]; do "$@" && return 0; sleep 0.5; done
+    return 1
+}
+lacks_tool() { ! has_tool "$1"; }
+for b in py evh rm; do
+    case $b in py) t=py_echo ;; evh) t=evh_echo ;; rm) t=rm_echo ;; esac
+    stop "$b"
+    check "$b killed: $t leaves the front's list" eventually 20 lacks_tool "$t"
+    check "$b killed: local_echo still listed" has_tool local_echo
+    "start_$b"
+    check "$b restarted: $t back in the list" eventually 30 has_tool "$t"
+done
+(cd "$HERE" && "$NODE" drive.mjs "$URL" 2026-07-28 py py call >/dev/null 2>&1) &&
+    check "py restarted: a call goes through" true || check "py restarted: a call goes through" false
+# The stdio child: killed; the front notices at its next check (or call) and starts a
+# new child at once, so the components may never leave the list: a new process serves.
+CHILD=$(pgrep -P "${PIDS[front]}" -f server-everything || true)
+if [ -n "$CHILD" ]; then
+    kill -KILL "$CHILD" 2>/dev/null || true
+    new_child() { local n; n=$(pgrep -P "${PIDS[front]}" -f server-everything || true); [ -n "$n" ] && [ "$n" != "$CHILD" ]; }
+    check "ev child killed: the front starts a new one" eventually 30 new_child
+    check "ev child restarted: ev_echo listed" eventually 30 has_tool ev_echo
+else
+    check "ev child found under the front" false
+fi
+tally "$(cd "$HERE" && "$NODE" drive.mjs "$URL" 2025-11-25 ev everything call 2>&1 || true)"
+
+stop front
+check "no backend child left after the front stopped" test -z "$(pgrep -f "$EVERYTHING stdio" || true)"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
