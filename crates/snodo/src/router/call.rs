@@ -10,7 +10,6 @@ use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Enforcer, Limited};
-use crate::tasks::TaskSupport;
 
 impl Router<'_> {
     pub(super) async fn call_tool(
@@ -26,17 +25,8 @@ impl Router<'_> {
         let tool = catalogue.tool(name).ok_or_else(unknown)?;
         self.runtime
             .check_use(ctx.principal(), &[Component::Tool(name)], unknown)?;
-        let as_task = match tool.task {
-            None => false,
-            Some(support) => {
-                let declared = call.dialect.offers_tasks()
-                    && crate::tasks::wire::declared(ctx.client_capabilities());
-                if support == TaskSupport::Required && !declared {
-                    return Err(crate::tasks::wire::missing_extension().into());
-                }
-                declared
-            }
-        };
+        let as_task =
+            crate::tasks::builder::as_task(&tool.slots, call.dialect, ctx.client_capabilities())?;
         if !call.dialect.offers_tool(tool.object_schemas) {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",

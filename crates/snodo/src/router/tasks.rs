@@ -34,8 +34,9 @@ impl Router<'_> {
         ctx: RequestContext,
         admitted: Option<Admitted>,
     ) -> Result<ResultObject, Stop> {
-        if !tool.task_inputs.is_empty() {
-            ctx.ask_all(tool.task_inputs.iter().cloned())
+        let inputs = crate::tasks::builder::inputs(&tool.slots);
+        if !inputs.is_empty() {
+            ctx.ask_all(inputs.iter().cloned())
                 .await
                 .map_err(|e| Stop::from_handler(e, || RpcError::invalid_params("Not found")))?;
         }
@@ -66,18 +67,18 @@ impl Router<'_> {
             .await
             .map_err(|e| wire::create_failed(&e))?;
         let link = TaskLink {
-            tasks: Arc::clone(tasks),
+            tasks: Arc::clone(&tasks),
             id: id.into(),
         };
         let cancel = CancellationToken::new();
-        let worker = ctx.for_task(link.clone(), cancel.clone());
+        let worker = ctx.for_worker(Arc::new(link.clone()), cancel.clone());
         let work = run(
             Arc::clone(&tool.handler),
             tool.name.clone(),
             tool.enforcer.as_deref().and_then(|e| e.timeout()),
             call.dialect,
             arguments,
-            worker,
+            (worker, link.clone()),
         );
         crate::tasks::worker::spawn(link, cancel, work, (slot, admitted));
         Ok(ResultObject::from(wire::created(&record)))
@@ -131,7 +132,7 @@ async fn run(
     timeout: Option<Duration>,
     dialect: &'static Dialect,
     arguments: Value,
-    ctx: RequestContext,
+    (ctx, link): (RequestContext, TaskLink),
 ) -> Outcome {
     loop {
         let attempt = AssertUnwindSafe(handler(arguments.clone(), ctx.clone())).catch_unwind();
@@ -156,11 +157,6 @@ async fn run(
                 return Outcome::Error(wire::error_object(&RpcError::invalid_params("Not found")));
             }
             Ok(Err(HandlerError::InputRequired(input))) => {
-                let Some(link) = ctx_link(&ctx) else {
-                    return Outcome::Error(wire::error_object(&RpcError::internal(
-                        "The task lost its link to the store",
-                    )));
-                };
                 match link
                     .collect(input.requests, |_, _| true, ctx.cancellation())
                     .await
@@ -194,8 +190,4 @@ fn failed(e: HandlerError) -> Outcome {
         HandlerError::InputRequired(_) => RpcError::internal("The task needed more input"),
     };
     Outcome::Error(wire::error_object(&e))
-}
-
-fn ctx_link(ctx: &RequestContext) -> Option<TaskLink> {
-    ctx.task_link().cloned()
 }

@@ -12,6 +12,7 @@
 //! The extension is declared under `capabilities.extensions`, which only 2026-07-28 has;
 //! the methods are served only by dialects that have extensions.
 
+mod builder;
 mod frontmatter;
 mod load;
 

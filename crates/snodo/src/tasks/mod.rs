@@ -8,6 +8,7 @@
 //! [`TaskOptions`] configure the store, lifetimes and leases
 //! ([`RuntimeBuilder::tasks`](crate::RuntimeBuilder::tasks)).
 
+pub(crate) mod builder;
 mod memory;
 mod options;
 mod store;
