@@ -289,8 +289,7 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-/// The record's metric labels, for the metrics module.
-#[cfg(feature = "metrics")]
+/// The record's metric labels, for the request sink.
 impl Record {
     /// The name label: the component's name when the catalogue has it, `None` for an
     /// unknown one (labelled empty).

@@ -171,6 +171,7 @@ impl RuntimeBuilder {
     }
 
     /// What extensions attached so far.
+    #[cfg_attr(not(feature = "skills"), allow(dead_code))]
     pub(crate) fn slots_mut(&mut self) -> &mut Slots {
         &mut self.slots
     }
@@ -182,6 +183,7 @@ impl RuntimeBuilder {
     }
 
     /// Runs `hook` first thing in [`build`](Self::build).
+    #[cfg_attr(not(feature = "skills"), allow(dead_code))]
     pub(crate) fn on_build(
         mut self,
         hook: impl FnOnce(Self) -> Result<Self, BuildError> + Send + Sync + 'static,
