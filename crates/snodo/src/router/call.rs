@@ -25,8 +25,7 @@ impl Router<'_> {
         let tool = catalogue.tool(name).ok_or_else(unknown)?;
         self.runtime
             .check_use(ctx.principal(), &[Component::Tool(name)], unknown)?;
-        let as_task =
-            crate::tasks::builder::as_task(&tool.slots, call.dialect, ctx.client_capabilities())?;
+        let as_task = self.as_task(call, tool, &ctx)?;
         if !call.dialect.offers_tool(tool.object_schemas) {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",
@@ -92,7 +91,7 @@ impl Router<'_> {
 
 /// Serialises a tool result for the dialect: straight to text when nothing needs
 /// reshaping, through a JSON tree when the dialect reshapes results.
-pub(super) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObject, RpcError> {
+pub(crate) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObject, RpcError> {
     if dialect.structured_output() == StructuredOutput::ObjectOnly
         && result.structured_content().is_some_and(|v| !v.is_object())
     {

@@ -15,6 +15,7 @@
 mod builder;
 mod frontmatter;
 mod load;
+mod router;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

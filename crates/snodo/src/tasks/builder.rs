@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use super::{TaskOptions, TaskSupport, Tasks};
 use crate::observation::{TaskObserver, TaskSink};
-use crate::protocol::{Dialect, RpcError};
 use crate::runtime::input::InputRequest;
-use crate::runtime::slots::Slots;
 use crate::{Runtime, RuntimeBuilder, Tool};
 
 /// Questions a tool asks before its task is created ([`Tool::task_input`]).
@@ -49,34 +47,6 @@ impl Tool {
             .update(|inputs: &mut TaskInputs| inputs.0.push((key.into(), request)));
         self
     }
-}
-
-/// Whether (and when) calls of the tool with these slots run as tasks.
-pub(crate) fn support(slots: &Slots) -> Option<TaskSupport> {
-    slots.get::<TaskSupport>().copied()
-}
-
-/// Whether a call of the tool with these slots runs as a task: when the tool supports
-/// tasks and the request declares the extension; refused when the tool requires it
-/// and the request does not declare it.
-pub(crate) fn as_task(
-    slots: &Slots,
-    dialect: &Dialect,
-    client_capabilities: Option<&serde_json::Map<String, serde_json::Value>>,
-) -> Result<bool, RpcError> {
-    let Some(support) = support(slots) else {
-        return Ok(false);
-    };
-    let declared = dialect.offers_tasks() && super::wire::declared(client_capabilities);
-    if support == TaskSupport::Required && !declared {
-        return Err(super::wire::missing_extension());
-    }
-    Ok(declared)
-}
-
-/// The questions the tool with these slots asks before its task.
-pub(crate) fn inputs(slots: &Slots) -> &[(String, InputRequest)] {
-    slots.get::<TaskInputs>().map_or(&[], |i| &i.0)
 }
 
 impl Runtime {

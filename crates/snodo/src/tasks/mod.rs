@@ -11,6 +11,7 @@
 pub(crate) mod builder;
 mod memory;
 mod options;
+mod router;
 mod store;
 mod watch;
 pub(crate) mod wire;
