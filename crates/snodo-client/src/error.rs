@@ -1,7 +1,7 @@
 //! The client's one error type.
 
 use snodo::RpcError;
-use snodo::protocol::{ErrorCode, RequestId};
+use snodo::protocol::ErrorCode;
 
 /// Why a client call failed. A tool that ran and reported failure is not an error: it
 /// is a [`CallToolResult`](crate::CallToolResult) with `is_error` set.
@@ -71,7 +71,7 @@ impl ClientError {
 }
 
 /// Reads the `error` member of a JSON-RPC response into an [`RpcError`].
-pub(crate) fn rpc_error(id: Option<RequestId>, error: &serde_json::Value) -> RpcError {
+pub(crate) fn rpc_error(error: &serde_json::Value) -> RpcError {
     let code = error
         .get("code")
         .and_then(serde_json::Value::as_i64)
@@ -84,9 +84,6 @@ pub(crate) fn rpc_error(id: Option<RequestId>, error: &serde_json::Value) -> Rpc
     let mut e = RpcError::new(ErrorCode(code), message);
     if let Some(data) = error.get("data") {
         e = e.with_data(data.clone());
-    }
-    if let Some(id) = id {
-        e = e.with_id(id);
     }
     e
 }

@@ -50,7 +50,7 @@ impl Incoming {
         }
         let error = m.remove("error")?;
         Some(Self::Response {
-            outcome: Err(rpc_error(id.clone(), &error)),
+            outcome: Err(rpc_error(&error)),
             id,
         })
     }

@@ -182,3 +182,29 @@ pub fn client_supports(ctx: &RequestContext) -> bool {
         .and_then(Value::as_array)
         .is_some_and(|m| m.iter().any(|t| t == MIME_TYPE))
 }
+
+impl crate::RuntimeBuilder {
+    /// Registers an app view (MCP Apps, [`crate::apps`]) as a resource and declares the
+    /// `io.modelcontextprotocol/ui` extension; link tools to it with
+    /// [`Tool::ui`](crate::Tool::ui).
+    pub fn app(self, view: AppView) -> Self {
+        self.declare_extension(EXTENSION_ID, json!({}))
+            .resource(view.resource())
+    }
+}
+
+impl crate::Tool {
+    /// Links the tool to an app view (MCP Apps, [`crate::apps`]): `_meta.ui.resourceUri`.
+    /// Register the view too ([`RuntimeBuilder::app`](crate::RuntimeBuilder::app)).
+    #[must_use]
+    pub fn ui(mut self, view: &AppView) -> Self {
+        let meta = self.meta.get_or_insert_with(Map::new);
+        let ui = meta
+            .entry("ui")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(ui) = ui {
+            ui.insert("resourceUri".into(), Value::String(view.uri().to_owned()));
+        }
+        self
+    }
+}

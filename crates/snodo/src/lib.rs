@@ -132,7 +132,7 @@ pub mod __private {
 /// benchmarks: internals, re-exported here only (not a stable API).
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::protocol::jsonrpc::{Incoming, MAX_STRING_ID_LEN, result_message};
+    pub use crate::protocol::jsonrpc::{Incoming, MAX_STRING_ID_LEN, ReadError, result_message};
     pub use crate::runtime::uri_template::UriTemplate;
 
     /// Decodes a pagination cursor as the router does, for a list of `len` items.

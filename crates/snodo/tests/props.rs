@@ -21,7 +21,7 @@ use proptest::sample::Index;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use snodo::fuzzing::{Incoming, MAX_STRING_ID_LEN, UriTemplate};
+use snodo::fuzzing::{Incoming, MAX_STRING_ID_LEN, ReadError, UriTemplate};
 use snodo::http::{HttpConfig, McpService};
 use snodo::protocol::{RequestId, V2025_06_18, V2025_11_25, V2026_07_28};
 use snodo::{Runtime, Tool, ToolResult};
@@ -91,10 +91,10 @@ fn permute<T: Clone>(items: &[T], order: &[Index]) -> Vec<T> {
     out
 }
 
-fn code_of(r: &Result<Incoming<'_>, snodo::RpcError>) -> i64 {
+fn code_of(r: &Result<Incoming<'_>, ReadError>) -> i64 {
     match r {
         Ok(_) => 0,
-        Err(e) => e.code().0,
+        Err(e) => e.error.code().0,
     }
 }
 
@@ -175,8 +175,8 @@ proptest! {
         let body = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"m","params":{}}}"#, to_json(&id), to_json(&value));
         match Incoming::parse(body.as_bytes()) {
             Err(e) => {
-                prop_assert_eq!(e.code().0, -32602);
-                prop_assert_eq!(e.id(), Some(&id));
+                prop_assert_eq!(e.error.code().0, -32602);
+                prop_assert_eq!(e.id.as_ref(), Some(&id));
             }
             Ok(m) => prop_assert!(false, "accepted {body}: {m:?}"),
         }
@@ -395,7 +395,7 @@ fn answer_is_well_formed(request: Request<Full<Bytes>>, body: &[u8]) -> Result<u
     let request_id = match Incoming::parse(body) {
         Ok(Incoming::Request { id, .. }) => Some(id),
         Ok(_) => None,
-        Err(e) => e.id().cloned(),
+        Err(e) => e.id,
     };
     prop_assert!(STATUSES.contains(&status), "status {status}");
     if status == 202 || status == 204 {

@@ -37,11 +37,13 @@ impl Asked<'_> {
     }
 }
 
-/// A request refused during admission: the error (carrying the request's id), and the
-/// dialect it is answered in when it was refused after that dialect was chosen.
+/// A message refused during admission: the error, the id of the request it answers
+/// when that id was read, and the dialect it is answered in when it was refused after
+/// that dialect was chosen.
 #[derive(Debug)]
 pub(crate) struct Refused {
     pub(crate) error: RpcError,
+    pub(crate) id: Option<RequestId>,
     pub(crate) dialect: Option<&'static Dialect>,
 }
 
@@ -50,13 +52,14 @@ impl Refused {
     pub(crate) fn in_dialect(dialect: &'static Dialect, error: RpcError) -> Self {
         Self {
             error,
+            id: None,
             dialect: Some(dialect),
         }
     }
 
     fn with_id(self, id: &RequestId) -> Self {
         Self {
-            error: self.error.with_id(id.clone()),
+            id: Some(id.clone()),
             ..self
         }
     }
@@ -67,6 +70,18 @@ impl From<RpcError> for Refused {
     fn from(error: RpcError) -> Self {
         Self {
             error,
+            id: None,
+            dialect: None,
+        }
+    }
+}
+
+/// A message that could not be read, refused before a dialect was chosen.
+impl From<crate::protocol::jsonrpc::ReadError> for Refused {
+    fn from(e: crate::protocol::jsonrpc::ReadError) -> Self {
+        Self {
+            error: e.error,
+            id: e.id,
             dialect: None,
         }
     }
@@ -143,7 +158,7 @@ fn admit_call(
         .map_err(|r| r.with_id(id))?;
     let meta = meta
         .map_or_else(|| Ok(RequestMeta::default()), MetaParse::into_result)
-        .map_err(|e| Refused::in_dialect(dialect, e.with_id(id.clone())))?;
+        .map_err(|e| Refused::in_dialect(dialect, e).with_id(id))?;
     let call = Call {
         dialect,
         method,
@@ -165,16 +180,16 @@ fn admit_call(
 /// Reads one message and its `params` in one pass. A message that only the raw reading
 /// accepts (`params` nested past serde_json's recursion limit) is read again raw, so
 /// that the refusal carries the request id.
-pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, RpcError> {
+pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, Refused> {
     if let Ok(incoming) = Incoming::<SplitParams<'_>>::parse_as(bytes) {
         return Ok(incoming);
     }
     // The raw reading's error is the refusal.
     match Incoming::parse(bytes)? {
-        Incoming::Request { id, .. } => Err(RpcError::invalid_params(
+        Incoming::Request { id, .. } => Err(Refused::from(RpcError::invalid_params(
             "Invalid params: params could not be read (nested too deeply, or an invalid string)",
-        )
-        .with_id(id)),
+        ))
+        .with_id(&id)),
         // Unreadable params make a notification a no-op (it is still admitted).
         Incoming::Notification { method, .. } => Ok(Incoming::Notification {
             method,

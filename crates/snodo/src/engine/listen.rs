@@ -167,7 +167,7 @@ impl Subscription {
         let span = super::trace::request_span(&id, call, parent.as_ref());
         let changes = engine.runtime.subscribe_changes();
         let tasks = TaskWatch::new(
-            engine.runtime.tasks(),
+            &engine.runtime.tasks(),
             std::mem::take(&mut filter.task_ids),
             crate::tasks::owner(principal),
         );

@@ -1,6 +1,6 @@
 //! Request observation, for every transport: one structured `tracing` event per
 //! request (target [`REQUEST_TARGET`], level `info`) and, with the `metrics` feature and
-//! a [`Metrics`](crate::metrics::Metrics) handle on the runtime, the Prometheus series.
+//! a [`RequestSink`] on the runtime (the metrics), its series.
 //!
 //! A transport opens a [`Record`] when a message arrives, says what it learnt (the
 //! admitted call, the outcome, the HTTP status) and drops it when the answer is sent:
@@ -11,11 +11,13 @@
 //! Nothing secret is recorded: no argument values, no tokens, no `_meta` contents; the
 //! principal's subject only.
 
+use std::sync::Arc;
+
 use tokio::time::Instant;
 
 use crate::caller::Principal;
-use crate::observation::RequestSummary;
 pub(crate) use crate::observation::{Outcome, Transport};
+use crate::observation::{RequestSink, RequestSummary};
 use crate::protocol::{Method, RequestId, RpcError};
 use crate::router::Call;
 use crate::runtime::Runtime;
@@ -64,36 +66,28 @@ pub(crate) fn tracing_test_lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// What every request of one engine observes with.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Observe {
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: Option<crate::metrics::Metrics>,
+    sink: Option<Arc<dyn RequestSink>>,
+}
+
+impl std::fmt::Debug for Observe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observe")
+            .field("sink", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl Observe {
     pub(crate) fn new(runtime: &Runtime) -> Self {
-        #[cfg(feature = "metrics")]
-        {
-            Self {
-                metrics: runtime.metrics().cloned(),
-            }
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
-            let _ = runtime;
-            Self {}
+        Self {
+            sink: runtime.slots().get::<Arc<dyn RequestSink>>().cloned(),
         }
     }
 
     fn metrics_on(&self) -> bool {
-        #[cfg(feature = "metrics")]
-        {
-            self.metrics.is_some()
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
-            false
-        }
+        self.sink.is_some()
     }
 
     /// A record for a message that arrived at `start` (`bytes_in`: its size), or `None`
@@ -117,55 +111,40 @@ impl Observe {
         })
     }
 
-    /// Gives the metrics, if any, the gate's occupancy to read when scraped.
+    /// Gives the sink, if any, the gate's occupancy to read when scraped.
     pub(crate) fn watch_gate(&self, gate: &super::gate::Gate) {
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.metrics {
-            m.watch_gate(gate.watch());
+        if let Some(sink) = &self.sink {
+            sink.watch_gate(gate.watch());
         }
-        #[cfg(not(feature = "metrics"))]
-        let _ = gate;
     }
 
     /// Counts a stream (`"sse"`, `"listen"`) open while the returned guard lives.
     pub(crate) fn stream(&self, kind: &'static str) -> Gauged {
-        #[cfg(feature = "metrics")]
-        {
-            Gauged::new(self.metrics.as_ref().map(|m| m.stream_gauge(kind)), 1)
+        if let Some(sink) = &self.sink {
+            sink.streams(kind, 1);
         }
-        #[cfg(not(feature = "metrics"))]
-        {
-            let _ = kind;
-            Gauged {}
+        Gauged {
+            sink: self.sink.clone().map(|s| (s, kind)),
         }
     }
 }
 
-/// A gauge moved (up by one, for most) while this lives (nothing without metrics).
-#[derive(Debug)]
+/// A stream counted open while this lives (nothing without a sink).
 #[must_use]
 pub(crate) struct Gauged {
-    #[cfg(feature = "metrics")]
-    gauge: Option<(prometheus_client::metrics::gauge::Gauge, i64)>,
+    sink: Option<(Arc<dyn RequestSink>, &'static str)>,
 }
 
-#[cfg(feature = "metrics")]
-impl Gauged {
-    fn new(gauge: Option<prometheus_client::metrics::gauge::Gauge>, by: i64) -> Self {
-        if let Some(g) = &gauge {
-            g.inc_by(by);
-        }
-        Self {
-            gauge: gauge.map(|g| (g, by)),
-        }
+impl std::fmt::Debug for Gauged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gauged").finish_non_exhaustive()
     }
 }
 
-#[cfg(feature = "metrics")]
 impl Drop for Gauged {
     fn drop(&mut self) {
-        if let Some((g, by)) = &self.gauge {
-            g.dec_by(*by);
+        if let Some((sink, kind)) = &self.sink {
+            sink.streams(kind, -1);
         }
     }
 }
@@ -175,7 +154,6 @@ impl Drop for Gauged {
 /// What it learns goes straight into the summary the event's layers are lent.
 #[derive(Debug)]
 pub(crate) struct Record {
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     observe: Observe,
     log: bool,
     start: Instant,
@@ -267,9 +245,8 @@ impl Record {
 impl Drop for Record {
     fn drop(&mut self) {
         let elapsed = self.start.elapsed();
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.observe.metrics {
-            m.observe(&self.summary, self.label_name(), elapsed);
+        if let Some(sink) = &self.observe.sink {
+            sink.observe(&self.summary, self.label_name(), elapsed);
         }
         if !self.log {
             return;
@@ -323,8 +300,7 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-/// The record's metric labels, for the metrics module.
-#[cfg(feature = "metrics")]
+/// The record's metric labels, for the request sink.
 impl Record {
     /// The name label: the component's name when the catalogue has it, `None` for an
     /// unknown one (labelled empty).

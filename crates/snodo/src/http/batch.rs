@@ -134,8 +134,8 @@ async fn member(
     let incoming = match service::parse_body(raw) {
         Ok(incoming) => incoming,
         Err(r) => {
-            let id = r.error.id().cloned();
-            return Some((id, error_message(r.error.id(), &r.error)));
+            let message = error_message(r.id.as_ref(), &r.error);
+            return Some((r.id, message));
         }
     };
     match incoming {

@@ -35,6 +35,8 @@ pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 pub(crate) struct Rejection {
     pub(crate) status: StatusCode,
     pub(crate) error: RpcError,
+    /// The id of the request refused, when it was read.
+    pub(crate) id: Option<crate::protocol::RequestId>,
 }
 
 impl Rejection {
@@ -43,16 +45,18 @@ impl Rejection {
         Self {
             status: status::of_error(None, &error),
             error,
+            id: None,
         }
     }
 }
 
 /// The status follows the dialect the request was refused in, if one was chosen.
 impl From<Refused> for Rejection {
-    fn from(Refused { error, dialect }: Refused) -> Self {
+    fn from(Refused { error, id, dialect }: Refused) -> Self {
         Self {
             status: status::of_error(dialect, &error),
             error,
+            id,
         }
     }
 }

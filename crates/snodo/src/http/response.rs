@@ -37,7 +37,7 @@ pub(crate) fn rpc_error(
     id: Option<&RequestId>,
     error: &RpcError,
 ) -> Response<Body> {
-    json(status, error_message(id.or(error.id()), error))
+    json(status, error_message(id, error))
 }
 
 /// 202 Accepted, empty: a notification or client response was taken.

@@ -386,11 +386,11 @@ pub(super) fn deliver(
 /// Reads the message and its `params` in one pass (the one reader of every transport);
 /// a message that cannot be read is refused before a dialect is chosen.
 pub(super) fn parse_body(bytes: &[u8]) -> Result<Incoming<'_, SplitParams<'_>>, Rejection> {
-    admission::read_message(bytes).map_err(Rejection::admission)
+    admission::read_message(bytes).map_err(Rejection::from)
 }
 
 pub(super) fn reject(r: Rejection) -> Response<Body> {
-    response::rpc_error(r.status, None, &r.error)
+    response::rpc_error(r.status, r.id.as_ref(), &r.error)
 }
 
 impl<B> tower_service::Service<Request<B>> for McpService

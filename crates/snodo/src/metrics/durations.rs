@@ -4,7 +4,7 @@
 //! `prometheus_client`'s histogram takes a mutex on every observation (and finds the
 //! bucket by a linear scan of `f64` bounds); this one is counted by each thread into
 //! its own shard (see [`shards`](super::shards)), the bucket found by arithmetic on the
-//! duration's nanoseconds (issue 19: metrics are on every request).
+//! duration's nanoseconds (metrics are on every request).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -41,7 +41,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::observation::{GateWatch, Outcome, RequestSummary, TaskSink};
+use crate::observation::{GateWatch, Outcome, RequestSink, RequestSummary, TaskSink};
 use crate::protocol::Method;
 use durations::Durations;
 use gates::{GateGauge, Gates};
@@ -250,6 +250,31 @@ impl Metrics {
                 .get_or_create(&RefusalLabels { transport, reason })
                 .inc();
         }
+    }
+}
+
+impl crate::RuntimeBuilder {
+    /// Counts every request, on every transport, into `metrics` (feature `metrics`).
+    pub fn metrics(self, metrics: Metrics) -> Self {
+        let sink = Arc::new(metrics.clone());
+        self.attach(metrics)
+            .attach(Arc::clone(&sink) as Arc<dyn TaskSink>)
+            .attach(sink as Arc<dyn RequestSink>)
+    }
+}
+
+/// Every transport counts its requests into the request series.
+impl RequestSink for Metrics {
+    fn observe(&self, summary: &RequestSummary, name: Option<&str>, elapsed: Duration) {
+        Metrics::observe(self, summary, name, elapsed);
+    }
+
+    fn watch_gate(&self, gate: GateWatch) {
+        Metrics::watch_gate(self, gate);
+    }
+
+    fn streams(&self, kind: &'static str, by: i64) {
+        self.stream_gauge(kind).inc_by(by);
     }
 }
 

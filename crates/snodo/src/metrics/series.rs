@@ -1,7 +1,7 @@
 //! Per thread, the series of the kinds of request it answered, as this thread's shards
 //! of them: counting a request is then a short scan and three plain updates, instead of
 //! two family lookups that hash the labels and take a lock, and three atomic additions
-//! (issue 19: metrics are on every request).
+//! (metrics are on every request).
 
 use std::cell::RefCell;
 use std::sync::{Arc, Weak};

@@ -1,7 +1,7 @@
 //! What is observed of a request and of a task, below the engine that observes and the
 //! sinks that count: the [`RequestSummary`] a request event carries (its transport,
 //! outcome and component name among it), an endpoint's [`GateWatch`], and the
-//! [`TaskSink`] task workers count into. The engine fills these in; `tracing` layers and
+//! [`TaskSink`] task workers count into, the [`RequestSink`] requests count into. The engine fills these in; `tracing` layers and
 //! the metrics read them; neither names the other.
 
 pub(crate) mod summary;
@@ -102,6 +102,17 @@ impl GateWatch {
     }
 }
 
+/// Where every transport counts its requests (the metrics, when a runtime has them).
+pub(crate) trait RequestSink: Send + Sync + 'static {
+    /// Counts a finished request; `name` is its component's name when the catalogue
+    /// holds it.
+    fn observe(&self, summary: &RequestSummary, name: Option<&str>, elapsed: std::time::Duration);
+    /// Reads an endpoint's in-flight and queued requests from its gate.
+    fn watch_gate(&self, gate: GateWatch);
+    /// Moves the open streams of `kind` (`"sse"`, `"listen"`) by `by`.
+    fn streams(&self, kind: &'static str, by: i64);
+}
+
 /// Where task workers count their tasks (the metrics, when a runtime has them).
 pub(crate) trait TaskSink: Send + Sync + 'static {
     /// Moves the running tasks in `status` (`"working"`, `"input_required"`) by `by`.
@@ -124,7 +135,6 @@ impl fmt::Debug for TaskObserver {
 
 impl TaskObserver {
     /// Counting into `sink`, if any.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn new(sink: Option<Arc<dyn TaskSink>>) -> Self {
         Self(sink)
     }

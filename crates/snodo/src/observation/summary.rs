@@ -4,7 +4,7 @@
 //! While a `snodo::request` event is dispatched, [`RequestSummary::with_current`] lends
 //! the layers the same facts the event's fields carry, in the same order, as plain
 //! values. Visiting fields goes through `dyn Visit` calls per field; a log formatter
-//! that reads the summary instead writes the same line for less (issue 19: the request
+//! that reads the summary instead writes the same line for less (the request
 //! log is on every request). Any other subscriber sees an ordinary event.
 
 use super::{Name, Outcome, Transport};

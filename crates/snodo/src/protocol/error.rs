@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::jsonrpc::RequestId;
 use crate::caller::AuthRejection;
 
 /// A JSON-RPC error code.
@@ -36,14 +35,13 @@ impl ErrorCode {
     pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
 }
 
-/// A JSON-RPC error: code, one-sentence message, optional data, and the id of the
-/// request it answers when that id is known.
+/// A JSON-RPC error: code, one-sentence message, optional data. The id of the request
+/// it answers travels beside it (with the admission's refusal, or the answer).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RpcError {
     code: ErrorCode,
     message: Cow<'static, str>,
     data: Option<Value>,
-    id: Option<RequestId>,
     /// A refusal the transport answers itself, on every dialect (an authorizer's
     /// challenge, e.g. a step-up 403).
     rejection: Option<Arc<AuthRejection>>,
@@ -65,7 +63,6 @@ impl RpcError {
             code,
             message: message.into(),
             data: None,
-            id: None,
             rejection: None,
         }
     }
@@ -87,13 +84,6 @@ impl RpcError {
     #[must_use]
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
-        self
-    }
-
-    /// Attaches the id of the request this error answers.
-    #[must_use]
-    pub fn with_id(mut self, id: RequestId) -> Self {
-        self.id = Some(id);
         self
     }
 
@@ -175,12 +165,6 @@ impl RpcError {
     #[must_use]
     pub fn data(&self) -> Option<&Value> {
         self.data.as_ref()
-    }
-
-    /// The id of the request this error answers, if known.
-    #[must_use]
-    pub fn id(&self) -> Option<&RequestId> {
-        self.id.as_ref()
     }
 
     pub(crate) fn object(&self) -> ErrorObject<'_> {

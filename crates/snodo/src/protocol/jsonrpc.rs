@@ -237,18 +237,35 @@ pub enum Incoming<'a, P = &'a RawValue> {
     },
 }
 
+/// A message that could not be read: the error, and the id of the request when it
+/// could be read (the answer echoes it).
+#[derive(Debug)]
+pub struct ReadError {
+    /// The request's id, when it could be read.
+    pub id: Option<RequestId>,
+    /// Why the message is refused.
+    pub error: RpcError,
+}
+
+/// An error found before the id was read.
+impl From<RpcError> for ReadError {
+    fn from(error: RpcError) -> Self {
+        Self { id: None, error }
+    }
+}
+
 impl<'a> Incoming<'a> {
     /// Parses one JSON-RPC message. Syntax errors are `-32700`; a well-formed JSON value
     /// that is not a single JSON-RPC message (a batch array, a wrong `jsonrpc` tag, a
     /// bad id) is `-32600`, with the id echoed when it could be read.
-    pub fn parse(body: &'a [u8]) -> Result<Self, RpcError> {
+    pub fn parse(body: &'a [u8]) -> Result<Self, ReadError> {
         Self::parse_as(body)
     }
 }
 
 impl<'a, P: Params<'a>> Incoming<'a, P> {
     /// [`parse`](Incoming::parse), reading `params` as `P` in the same pass.
-    pub fn parse_as(body: &'a [u8]) -> Result<Self, RpcError> {
+    pub fn parse_as(body: &'a [u8]) -> Result<Self, ReadError> {
         // Only a JSON object is a message: serde would also accept the positional
         // (array) form of the envelope, which JSON-RPC does not have.
         match body.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -257,15 +274,17 @@ impl<'a, P: Params<'a>> Incoming<'a, P> {
                 return Err(RpcError::new(
                     ErrorCode::INVALID_REQUEST,
                     "Invalid Request: the body must be a single JSON-RPC 2.0 object (batches are not supported)",
-                ));
+                )
+                .into());
             }
             Some(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
                 return Err(RpcError::new(
                     ErrorCode::INVALID_REQUEST,
                     "Invalid Request: the body must be a JSON object",
-                ));
+                )
+                .into());
             }
-            _ => return Err(RpcError::new(ErrorCode::PARSE_ERROR, "Parse error")),
+            _ => return Err(RpcError::new(ErrorCode::PARSE_ERROR, "Parse error").into()),
         }
         // One UTF-8 check of the whole body, instead of one per string while parsing.
         let text = std::str::from_utf8(body)
@@ -282,9 +301,9 @@ impl<'a, P: Params<'a>> Incoming<'a, P> {
             None => None,
             Some(raw) => Some(raw.into_id()?),
         };
-        let with_id = |e: RpcError| match &id {
-            Some(id) => e.with_id(id.clone()),
-            None => e,
+        let with_id = |error: RpcError| ReadError {
+            id: id.clone(),
+            error,
         };
         if !env
             .jsonrpc
@@ -464,9 +483,9 @@ pub(crate) fn write_id(out: &mut Vec<u8>, id: &RequestId) {
 mod tests {
     use super::*;
 
-    fn code(r: Result<Incoming<'_>, RpcError>) -> i64 {
+    fn code(r: Result<Incoming<'_>, ReadError>) -> i64 {
         match r {
-            Err(e) => e.code().0,
+            Err(e) => e.error.code().0,
             Ok(_) => 0,
         }
     }
@@ -535,7 +554,7 @@ mod tests {
         let Err(e) = Incoming::parse(br#"{"jsonrpc":"1.0","id":"x","method":"m"}"#) else {
             panic!("expected an error");
         };
-        assert_eq!(e.id(), Some(&RequestId::String("x".into())));
+        assert_eq!(e.id, Some(RequestId::String("x".into())));
     }
 
     #[test]

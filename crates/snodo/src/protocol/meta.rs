@@ -67,35 +67,82 @@ impl LogLevel {
     }
 }
 
-/// The parsed `params._meta` of one request.
+/// The parsed `params._meta` of one request: read it through its accessors.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct RequestMeta {
     /// `io.modelcontextprotocol/protocolVersion`, when present: a revision snodo knows
     /// is borrowed from its dialect (nothing allocated per request), any other text owned.
-    pub protocol_version: Option<Cow<'static, str>>,
+    pub(crate) protocol_version: Option<Cow<'static, str>>,
     /// `io.modelcontextprotocol/clientCapabilities`, when present (always an object).
-    pub client_capabilities: Option<Map<String, Value>>,
+    pub(crate) client_capabilities: Option<Map<String, Value>>,
     /// `io.modelcontextprotocol/clientInfo`, when present: an object with string
     /// `name` and `version`, kept as JSON text (read it only if you need it).
-    pub client_info: Option<Box<RawValue>>,
+    pub(crate) client_info: Option<Box<RawValue>>,
     /// `io.modelcontextprotocol/logLevel`, when present.
-    pub log_level: Option<LogLevel>,
+    pub(crate) log_level: Option<LogLevel>,
     /// `progressToken`, when present.
-    pub progress_token: Option<ProgressToken>,
+    pub(crate) progress_token: Option<ProgressToken>,
     /// Whether a `_meta` member was present at all.
-    pub present: bool,
+    pub(crate) present: bool,
     /// Every other `_meta` entry (application keys, trace context, …).
-    pub other: Map<String, Value>,
+    pub(crate) other: Map<String, Value>,
 }
 
 impl RequestMeta {
-    /// Parses the `_meta` member of `params` (if any).
-    pub fn parse(meta: Option<&Value>) -> Result<Self, RpcError> {
-        Self::from_value(meta.cloned())
+    /// `io.modelcontextprotocol/protocolVersion`, when present.
+    ///
+    /// ```
+    /// let meta = snodo::protocol::RequestMeta::default();
+    /// assert_eq!(meta.protocol_version(), None);
+    /// assert!(!meta.is_present() && meta.other().is_empty());
+    /// ```
+    #[must_use]
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.protocol_version.as_deref()
     }
 
-    /// Parses a `_meta` value taken out of `params`, moving its members.
-    pub fn from_value(meta: Option<Value>) -> Result<Self, RpcError> {
+    /// `io.modelcontextprotocol/clientCapabilities`, when present (always an object).
+    #[must_use]
+    pub fn client_capabilities(&self) -> Option<&Map<String, Value>> {
+        self.client_capabilities.as_ref()
+    }
+
+    /// `io.modelcontextprotocol/clientInfo`, when present: an object with string
+    /// `name` and `version`, as JSON text.
+    #[must_use]
+    pub fn client_info(&self) -> Option<&RawValue> {
+        self.client_info.as_deref()
+    }
+
+    /// `io.modelcontextprotocol/logLevel`, when present.
+    #[must_use]
+    pub fn log_level(&self) -> Option<LogLevel> {
+        self.log_level
+    }
+
+    /// `progressToken`, when present.
+    #[must_use]
+    pub fn progress_token(&self) -> Option<&ProgressToken> {
+        self.progress_token.as_ref()
+    }
+
+    /// Whether a `_meta` member was present at all.
+    #[must_use]
+    pub fn is_present(&self) -> bool {
+        self.present
+    }
+
+    /// Every other `_meta` entry (application keys, trace context, …).
+    #[must_use]
+    pub fn other(&self) -> &Map<String, Value> {
+        &self.other
+    }
+
+    /// Parses a `_meta` value taken out of `params`, moving its members (the
+    /// admission path reads `_meta` with [`MetaParse`] instead).
+    #[cfg(test)]
+    pub(crate) fn from_value(meta: Option<Value>) -> Result<Self, RpcError> {
         let Some(meta) = meta else {
             return Ok(Self::default());
         };
@@ -486,7 +533,7 @@ mod tests {
 
     #[test]
     fn parses_and_validates() {
-        let m = RequestMeta::parse(Some(&json!({
+        let m = RequestMeta::from_value(Some(json!({
             PROTOCOL_VERSION_KEY: "2026-07-28",
             CLIENT_CAPABILITIES_KEY: {"sampling": {}},
             LOG_LEVEL_KEY: "warning",
@@ -496,10 +543,10 @@ mod tests {
         assert_eq!(m.protocol_version.as_deref(), Some("2026-07-28"));
         assert_eq!(m.log_level, Some(LogLevel::Warning));
         assert_eq!(m.progress_token, Some(ProgressToken::Number(5)));
-        assert!(RequestMeta::parse(Some(&json!([]))).is_err());
-        assert!(RequestMeta::parse(Some(&json!({"progressToken": []}))).is_err());
-        assert!(RequestMeta::parse(Some(&json!({LOG_LEVEL_KEY: "loud"}))).is_err());
-        assert!(RequestMeta::parse(Some(&json!({CLIENT_CAPABILITIES_KEY: []}))).is_err());
+        assert!(RequestMeta::from_value(Some(json!([]))).is_err());
+        assert!(RequestMeta::from_value(Some(json!({"progressToken": []}))).is_err());
+        assert!(RequestMeta::from_value(Some(json!({LOG_LEVEL_KEY: "loud"}))).is_err());
+        assert!(RequestMeta::from_value(Some(json!({CLIENT_CAPABILITIES_KEY: []}))).is_err());
         assert!(LogLevel::Error > LogLevel::Info);
     }
 }

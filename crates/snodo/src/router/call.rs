@@ -10,7 +10,6 @@ use crate::runtime::authz::Component;
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Enforcer, Limited};
-use crate::tasks::TaskSupport;
 
 impl Router<'_> {
     pub(super) async fn call_tool(
@@ -26,17 +25,7 @@ impl Router<'_> {
         let tool = catalogue.tool(name).ok_or_else(unknown)?;
         self.runtime
             .check_use(ctx.principal(), &[Component::Tool(name)], unknown)?;
-        let as_task = match tool.task {
-            None => false,
-            Some(support) => {
-                let declared = call.dialect.offers_tasks()
-                    && crate::tasks::wire::declared(ctx.client_capabilities());
-                if support == TaskSupport::Required && !declared {
-                    return Err(crate::tasks::wire::missing_extension().into());
-                }
-                declared
-            }
-        };
+        let as_task = self.as_task(call, tool, &ctx)?;
         if !call.dialect.offers_tool(tool.object_schemas) {
             return Err(RpcError::invalid_params(format!(
                 "Tool {name} is not available on {}: its input and output schemas must be JSON objects",
@@ -102,7 +91,7 @@ impl Router<'_> {
 
 /// Serialises a tool result for the dialect: straight to text when nothing needs
 /// reshaping, through a JSON tree when the dialect reshapes results.
-pub(super) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObject, RpcError> {
+pub(crate) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObject, RpcError> {
     if dialect.structured_output() == StructuredOutput::ObjectOnly
         && result.structured_content().is_some_and(|v| !v.is_object())
     {

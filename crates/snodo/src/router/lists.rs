@@ -106,16 +106,7 @@ impl Router<'_> {
     /// when the dialect offers it and a tool runs as a task.
     fn answer_capabilities(&self, call: &Call) -> Value {
         let mut capabilities = self.runtime.capabilities_for(call.dialect);
-        if call.dialect.offers_tasks() && call.catalogue.has_task_tools() {
-            if let Value::Object(caps) = &mut capabilities {
-                if let Value::Object(ext) = caps
-                    .entry("extensions")
-                    .or_insert_with(|| Value::Object(Map::new()))
-                {
-                    ext.insert(crate::tasks::TASKS_EXTENSION.into(), serde_json::json!({}));
-                }
-            }
-        }
+        self.declare_tasks(call, &mut capabilities);
         capabilities
     }
 

@@ -9,9 +9,8 @@ mod lists;
 mod ops;
 mod result;
 mod rounds;
-mod skills;
-mod tasks;
 
+pub(crate) use call::shape;
 pub(crate) use result::{Member, ResultObject};
 
 use std::borrow::Cow;
@@ -99,7 +98,19 @@ pub(crate) type Interactive = Result<Map<String, Value>, Stop>;
 /// it reads only through the runtime's accessors.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Router<'r> {
-    runtime: &'r Runtime,
+    pub(crate) runtime: &'r Runtime,
+}
+
+/// Without the Skills extension, its methods are not found.
+#[cfg(not(feature = "skills"))]
+impl Router<'_> {
+    fn has_skills(&self) -> bool {
+        false
+    }
+
+    fn skills_method(&self, call: &Call, _ctx: &RequestContext) -> Answer {
+        Err(RpcError::method_not_found(&call.method_name))
+    }
 }
 
 impl<'r> Router<'r> {

@@ -13,6 +13,7 @@ use super::input::StateSigner;
 use super::pending::PendingRequests;
 use super::prompt::Prompt;
 use super::resource::ResourceTemplate;
+use super::slots::Slots;
 use super::tool::Tool;
 use super::{Caches, Capabilities, Inner, Runtime};
 use crate::model::{CacheHint, Icon, ServerInfo};
@@ -119,21 +120,17 @@ pub struct RuntimeBuilder {
     state_ttl: Duration,
     server_requests: Option<Duration>,
     authorizer: Option<(Arc<dyn Authorizer>, Refusal)>,
-    tasks: Option<crate::tasks::TaskOptions>,
-    #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
-    #[cfg(feature = "skills")]
-    skills: Option<SkillsSource>,
     /// Declared extensions (`capabilities.extensions`).
     extensions: serde_json::Map<String, serde_json::Value>,
+    /// What extensions attached; becomes the runtime's.
+    slots: Slots,
+    /// What extensions do at [`build`](Self::build), first, in the order they were added.
+    hooks: Vec<BuildHook>,
 }
 
-/// Where the skills come from.
-#[cfg(feature = "skills")]
-enum SkillsSource {
-    Value(crate::skills::Skills),
-    Dir(std::path::PathBuf),
-}
+/// An extension's step at [`RuntimeBuilder::build`] (e.g. reading a directory).
+type BuildHook =
+    Box<dyn FnOnce(RuntimeBuilder) -> Result<RuntimeBuilder, BuildError> + Send + Sync>;
 
 impl std::fmt::Debug for RuntimeBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,40 +160,38 @@ impl RuntimeBuilder {
             state_ttl: Duration::from_secs(600),
             server_requests: None,
             authorizer: None,
-            tasks: None,
-            #[cfg(feature = "metrics")]
-            metrics: None,
-            #[cfg(feature = "skills")]
-            skills: None,
             extensions: serde_json::Map::new(),
+            slots: Slots::default(),
+            hooks: Vec::new(),
         }
     }
 
-    /// Registers an app view (MCP Apps, [`crate::apps`]) as a resource and declares the
-    /// `io.modelcontextprotocol/ui` extension; link tools to it with
-    /// [`Tool::ui`](crate::Tool::ui).
-    pub fn app(mut self, view: crate::apps::AppView) -> Self {
-        self.extensions
-            .entry(crate::apps::EXTENSION_ID)
-            .or_insert_with(|| serde_json::json!({}));
-        self.resource(view.resource())
-    }
-
-    /// Serves `skills` (the Skills extension, feature `skills`): `skills/list`,
-    /// `skills/get`, `resources/directory/read`, and every skill file as a `skill://`
-    /// resource. Declared on the dialects that have `capabilities.extensions`
-    /// (2026-07-28).
-    #[cfg(feature = "skills")]
-    pub fn skills(mut self, skills: crate::skills::Skills) -> Self {
-        self.skills = Some(SkillsSource::Value(skills));
+    /// Puts `value` in its type's slot of the runtime (for the extension that owns
+    /// the type to read back).
+    pub(crate) fn attach<T: std::any::Any + Send + Sync>(mut self, value: T) -> Self {
+        self.slots.insert(value);
         self
     }
 
-    /// Serves every skill under `dir` (read at [`build`](Self::build); see
-    /// [`Skills::from_dir`](crate::skills::Skills::from_dir)).
-    #[cfg(feature = "skills")]
-    pub fn skills_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.skills = Some(SkillsSource::Dir(dir.into()));
+    /// What extensions attached so far.
+    #[cfg_attr(not(feature = "skills"), allow(dead_code))]
+    pub(crate) fn slots_mut(&mut self) -> &mut Slots {
+        &mut self.slots
+    }
+
+    /// Declares extension `id` with `settings` (`capabilities.extensions`).
+    pub(crate) fn declare_extension(mut self, id: &str, settings: serde_json::Value) -> Self {
+        self.extensions.insert(id.to_owned(), settings);
+        self
+    }
+
+    /// Runs `hook` first thing in [`build`](Self::build).
+    #[cfg_attr(not(feature = "skills"), allow(dead_code))]
+    pub(crate) fn on_build(
+        mut self,
+        hook: impl FnOnce(Self) -> Result<Self, BuildError> + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.push(Box::new(hook));
         self
     }
 
@@ -389,42 +384,11 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Configures the tasks extension (2026-07-28): where tasks live and for how long.
-    /// Without this call, tools marked [`Tool::task`] run as tasks in an in-memory
-    /// store ([`TaskOptions::default`](crate::tasks::TaskOptions)).
-    pub fn tasks(mut self, options: crate::tasks::TaskOptions) -> Self {
-        self.tasks = Some(options);
-        self
-    }
-
-    /// Counts every request, on every transport, into `metrics` (feature `metrics`).
-    #[cfg(feature = "metrics")]
-    pub fn metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-
     /// Validates everything and freezes the runtime.
-    pub fn build(#[allow(unused_mut)] mut self) -> Result<Runtime, BuildError> {
-        #[allow(unused_mut)]
-        let mut extensions = std::mem::take(&mut self.extensions);
-        #[cfg(feature = "skills")]
-        let skills = match self.skills.take() {
-            None => None,
-            Some(source) => {
-                let skills = match source {
-                    SkillsSource::Value(s) => s,
-                    SkillsSource::Dir(d) => crate::skills::Skills::from_dir(d)
-                        .map_err(|e| BuildError::InvalidSkills(e.to_string()))?,
-                };
-                self.components.resources.extend(skills.resources());
-                extensions.insert(
-                    crate::skills::EXTENSION_ID.into(),
-                    serde_json::json!({"directoryRead": true}),
-                );
-                Some(Arc::new(skills))
-            }
-        };
+    pub fn build(mut self) -> Result<Runtime, BuildError> {
+        for hook in std::mem::take(&mut self.hooks) {
+            self = hook(self)?;
+        }
         self.info
             .validate()
             .map_err(BuildError::InvalidServerInfo)?;
@@ -473,14 +437,6 @@ impl RuntimeBuilder {
                 capability: "requestState",
                 reason: "the request state key was refused".into(),
             })?;
-        #[cfg(feature = "metrics")]
-        let task_observe = crate::observation::TaskObserver::new(
-            self.metrics
-                .clone()
-                .map(|m| Arc::new(m) as Arc<dyn crate::observation::TaskSink>),
-        );
-        #[cfg(not(feature = "metrics"))]
-        let task_observe = crate::observation::TaskObserver::default();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -498,12 +454,8 @@ impl RuntimeBuilder {
                 pending: Arc::new(PendingRequests::default()),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
-                tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default(), task_observe),
-                #[cfg(feature = "metrics")]
-                metrics: self.metrics,
-                extensions,
-                #[cfg(feature = "skills")]
-                skills,
+                extensions: self.extensions,
+                slots: self.slots,
             }),
         })
     }

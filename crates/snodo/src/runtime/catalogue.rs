@@ -34,10 +34,8 @@ pub(crate) struct CompiledTool {
     pub(crate) param_headers: Vec<ParamHeader>,
     /// The tool's own limits, if it has any.
     pub(crate) enforcer: Option<Arc<super::policy::Enforcer>>,
-    /// Whether calls run as tasks.
-    pub(crate) task: Option<crate::tasks::TaskSupport>,
-    /// Questions answered before the task is created.
-    pub(crate) task_inputs: Vec<(String, super::input::InputRequest)>,
+    /// What extensions attached to the tool.
+    pub(crate) slots: super::slots::Slots,
 }
 
 pub(crate) struct Catalogue {
@@ -188,8 +186,7 @@ fn compile_tool(
         object_schemas,
         param_headers,
         enforcer: tool.enforcer,
-        task: tool.task,
-        task_inputs: tool.task_inputs,
+        slots: tool.slots,
     };
     Ok((compiled, def))
 }
@@ -361,9 +358,9 @@ impl Catalogue {
         )
     }
 
-    /// Whether a tool runs as a task (the tasks extension is advertised).
-    pub(crate) fn has_task_tools(&self) -> bool {
-        self.tools.iter().any(|t| t.task.is_some())
+    /// Whether a tool has a `T` attached (e.g. runs as a task).
+    pub(crate) fn has_tools_with<T: std::any::Any + Send + Sync>(&self) -> bool {
+        self.tools.iter().any(|t| t.slots.get::<T>().is_some())
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {

@@ -55,8 +55,8 @@ struct Inner {
     answers: Mutex<Option<Map<String, Value>>>,
     /// 2026-07-28: the application state of an earlier round.
     app_state: Option<Value>,
-    /// The task this context runs as the worker of (tasks extension).
-    task: Option<crate::tasks::TaskLink>,
+    /// The job (a task) this context runs as the worker of.
+    task: Option<Arc<dyn super::worker::Worker>>,
     /// When the task's status message was last set (progress is throttled).
     last_status: Mutex<Option<std::time::Instant>>,
 }
@@ -133,11 +133,15 @@ impl RequestContext {
         }
     }
 
-    /// The context of the worker of task `link`, made from the context of the request
+    /// The context of the worker of `link` (a task), made from the context of the request
     /// that created it: same dialect, id, `_meta`, principal, answers and state; its
     /// own cancellation; no response stream (progress becomes the task's status
     /// message, questions park the task in `input_required`).
-    pub(crate) fn for_task(&self, link: crate::tasks::TaskLink, cancel: CancellationToken) -> Self {
+    pub(crate) fn for_worker(
+        &self,
+        link: Arc<dyn super::worker::Worker>,
+        cancel: CancellationToken,
+    ) -> Self {
         let init = &self.inner.init;
         Self {
             inner: Arc::new(Inner {
@@ -169,15 +173,10 @@ impl RequestContext {
         }
     }
 
-    /// The task this context works for.
-    pub(crate) fn task_link(&self) -> Option<&crate::tasks::TaskLink> {
-        self.inner.task.as_ref()
-    }
-
     /// The id of the task this handler runs as (tasks extension), if it does.
     #[must_use]
     pub fn task_id(&self) -> Option<&str> {
-        self.inner.task.as_ref().map(|t| &*t.id)
+        self.inner.task.as_ref().map(|t| t.id())
     }
 
     /// Answers collected so far (2026-07-28), to carry into the next round's state.
@@ -297,7 +296,7 @@ impl RequestContext {
                     },
                     str::to_owned,
                 );
-                task.working(text).await;
+                task.status(text).await;
             }
             return;
         }
@@ -413,7 +412,7 @@ impl RequestContext {
         let accepts =
             |key: &str, answer: &Value| asked.iter().any(|(k, r)| k == key && r.accepts(answer));
         let got = task
-            .collect(missing.requests, accepts, &self.inner.init.cancel)
+            .collect(missing.requests, &accepts, &self.inner.init.cancel)
             .await?;
         self.add_answers(got.clone());
         out.extend(got);

@@ -18,8 +18,10 @@ pub(crate) mod pending;
 pub(crate) mod policy;
 pub(crate) mod prompt;
 pub(crate) mod resource;
+pub(crate) mod slots;
 pub(crate) mod tool;
 pub(crate) mod uri_template;
+pub(crate) mod worker;
 
 mod builder;
 pub(crate) mod catalogue;
@@ -177,26 +179,14 @@ impl Runtime {
         &self.inner.signer
     }
 
-    /// The tasks extension.
-    pub(crate) fn tasks(&self) -> &Arc<crate::tasks::Tasks> {
-        &self.inner.tasks
-    }
-
     /// How long an initialize-era server-to-client request waits; `None`: not enabled.
     pub(crate) fn server_requests(&self) -> Option<Duration> {
         self.inner.server_requests
     }
 
-    /// Where every transport counts its requests (feature `metrics`).
-    #[cfg(feature = "metrics")]
-    pub(crate) fn metrics(&self) -> Option<&crate::metrics::Metrics> {
-        self.inner.metrics.as_ref()
-    }
-
-    /// The skills served (Skills extension).
-    #[cfg(feature = "skills")]
-    pub(crate) fn skills(&self) -> Option<&Arc<crate::skills::Skills>> {
-        self.inner.skills.as_ref()
+    /// What extensions attached to the runtime (read through their own accessors).
+    pub(crate) fn slots(&self) -> &slots::Slots {
+        &self.inner.slots
     }
 
     /// Delivers a client's answer to an initialize-era server-to-client request.
@@ -239,19 +229,13 @@ pub(crate) struct Inner {
     pending: Arc<pending::PendingRequests>,
     /// How long a server-to-client request waits; `None`: not enabled.
     server_requests: Option<Duration>,
-    /// The tasks extension: store, lifetimes, leases.
-    tasks: Arc<crate::tasks::Tasks>,
     /// Who may see and use what (none: everyone, everything).
     authorizer: Option<(Arc<dyn authz::Authorizer>, authz::Refusal)>,
-    /// Where every transport counts its requests (feature `metrics`).
-    #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
     /// Declared extensions: identifier → settings (`capabilities.extensions`, in the
     /// dialects that have it).
     extensions: serde_json::Map<String, serde_json::Value>,
-    /// The skills served (Skills extension, feature `skills`).
-    #[cfg(feature = "skills")]
-    skills: Option<Arc<crate::skills::Skills>>,
+    /// What extensions attached (tasks, skills, metrics, …): one value per type.
+    slots: slots::Slots,
 }
 
 /// Cache hints per kind of cacheable result.

@@ -13,11 +13,10 @@ use serde_json::{Map, Value};
 use super::context::RequestContext;
 use super::error::HandlerError;
 use super::handler::{Erased, Handler, Slot, States, bind_or_defer};
-use super::input::InputRequest;
 use super::policy::{Enforcer, Policy, RateLimit};
+use super::slots::Slots;
 use crate::model::{Icon, ToolAnnotations, ToolResult};
 use crate::protocol::RpcError;
-use crate::tasks::TaskSupport;
 
 /// A structured tool output: serialised as `structuredContent` and mirrored as text.
 #[derive(Clone, Debug)]
@@ -95,10 +94,8 @@ pub struct Tool {
     /// Its limits and their state (shared by every catalogue that holds the tool).
     pub(crate) enforcer: Option<Arc<Enforcer>>,
     policy: Policy,
-    /// Whether (and when) a call runs as a task (tasks extension).
-    pub(crate) task: Option<TaskSupport>,
-    /// Questions answered synchronously (multi round-trip) before the task is created.
-    pub(crate) task_inputs: Vec<(String, InputRequest)>,
+    /// What extensions attached to the tool (e.g. whether calls run as tasks).
+    pub(crate) slots: Slots,
 }
 
 impl fmt::Debug for Tool {
@@ -191,32 +188,8 @@ impl Tool {
             handler: Slot::Empty,
             enforcer: None,
             policy: Policy::default(),
-            task: None,
-            task_inputs: Vec::new(),
+            slots: Slots::default(),
         }
-    }
-
-    /// Runs calls as tasks (the tasks extension, 2026-07-28): a request that declares
-    /// the extension gets a `CreateTaskResult` at once, and the handler runs as the
-    /// task's worker. [`TaskSupport::Optional`] calls from other clients run as usual;
-    /// [`TaskSupport::Required`] ones are refused with `-32021`.
-    ///
-    /// In the worker, [`RequestContext::ask`] parks the task in `input_required` until
-    /// `tasks/update` answers, progress becomes the task's status message, and the
-    /// context's cancellation fires on `tasks/cancel`.
-    #[must_use]
-    pub fn task(mut self, support: TaskSupport) -> Self {
-        self.task = Some(support);
-        self
-    }
-
-    /// A question asked before the task is created, with ordinary multi round-trip
-    /// rounds (`input_required` results), so that the client answers it synchronously;
-    /// the worker reads the answer with [`RequestContext::ask`] under the same `key`.
-    #[must_use]
-    pub fn task_input(mut self, key: impl Into<String>, request: InputRequest) -> Self {
-        self.task_inputs.push((key.into(), request));
-        self
     }
 
     fn with_policy(mut self, change: impl FnOnce(&mut Policy)) -> Self {
@@ -331,20 +304,6 @@ impl Tool {
     #[must_use]
     pub fn tool_annotations(&self) -> &ToolAnnotations {
         &self.annotations
-    }
-
-    /// Links the tool to an app view (MCP Apps, [`crate::apps`]): `_meta.ui.resourceUri`.
-    /// Register the view too ([`RuntimeBuilder::app`](crate::RuntimeBuilder::app)).
-    #[must_use]
-    pub fn ui(mut self, view: &crate::apps::AppView) -> Self {
-        let meta = self.meta.get_or_insert_with(Map::new);
-        let ui = meta
-            .entry("ui")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(ui) = ui {
-            ui.insert("resourceUri".into(), Value::String(view.uri().to_owned()));
-        }
-        self
     }
 
     /// Adds a `_meta` entry to the definition.

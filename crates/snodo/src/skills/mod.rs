@@ -12,8 +12,10 @@
 //! The extension is declared under `capabilities.extensions`, which only 2026-07-28 has;
 //! the methods are served only by dialects that have extensions.
 
+mod builder;
 mod frontmatter;
 mod load;
+mod router;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

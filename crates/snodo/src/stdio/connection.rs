@@ -20,7 +20,7 @@ use super::config::StdioConfig;
 use super::drive::drive;
 use super::framing::{Frame, Lines};
 use super::outbox::{Outbox, write_loop};
-use crate::engine::admission::{self, Admission};
+use crate::engine::admission::{self, Admission, Refused};
 use crate::engine::negotiation::Negotiated;
 use crate::engine::observe::{Outcome, Record, Transport};
 use crate::engine::{
@@ -262,7 +262,7 @@ impl Connection {
             }
             Err(e) => {
                 if let Some(r) = record.as_mut() {
-                    r.refused(&e);
+                    r.refused(&e.error);
                 }
                 self.not_a_request(Err(e)).await;
             }
@@ -353,9 +353,9 @@ impl Connection {
         }
     }
 
-    async fn not_a_request(&self, parsed: Result<Incoming<'_, SplitParams<'_>>, RpcError>) {
+    async fn not_a_request(&self, parsed: Result<Incoming<'_, SplitParams<'_>>, Refused>) {
         match parsed {
-            Err(e) => self.send(error_message(e.id(), &e)).await,
+            Err(e) => self.send(error_message(e.id.as_ref(), &e.error)).await,
             Ok(Incoming::Notification { method, params }) => self.notification(&method, params),
             Ok(Incoming::Response { id, result, error }) => self.response(id, result, error),
             Ok(Incoming::Request { .. }) => {}

@@ -8,8 +8,10 @@
 //! [`TaskOptions`] configure the store, lifetimes and leases
 //! ([`RuntimeBuilder::tasks`](crate::RuntimeBuilder::tasks)).
 
+pub(crate) mod builder;
 mod memory;
 mod options;
+mod router;
 mod store;
 mod watch;
 pub(crate) mod wire;

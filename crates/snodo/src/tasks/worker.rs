@@ -133,6 +133,25 @@ impl TaskLink {
     }
 }
 
+impl crate::runtime::worker::Worker for TaskLink {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn status(&self, message: String) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(self.working(message))
+    }
+
+    fn collect<'a>(
+        &'a self,
+        outstanding: Map<String, Value>,
+        accepts: &'a (dyn Fn(&str, &Value) -> bool + Send + Sync),
+        cancel: &'a CancellationToken,
+    ) -> futures_util::future::BoxFuture<'a, Result<Map<String, Value>, HandlerError>> {
+        Box::pin(TaskLink::collect(self, outstanding, accepts, cancel))
+    }
+}
+
 fn cancelled() -> HandlerError {
     HandlerError::Protocol(RpcError::internal("The task was cancelled"))
 }

@@ -220,7 +220,7 @@ async fn request_meta_members_are_validated_and_reach_the_handler() {
                         snodo::Json(json!({
                             "clientInfo": info,
                             "clientCapabilities": ctx.client_capabilities().cloned(),
-                            "other": ctx.meta().other.clone(),
+                            "other": ctx.meta().other().clone(),
                         }))
                     },
                 ),

@@ -1,5 +1,5 @@
 //! The tasks extension in the router: `tools/call` as a task, `tasks/get`,
-//! `tasks/update` and `tasks/cancel`.
+//! `tasks/update` and `tasks/cancel`, and the extension in the capabilities.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -9,24 +9,59 @@ use futures_util::FutureExt as _;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::call::shape;
-use super::{Answer, Call, ResultObject, Router, Stop};
+use super::builder::TaskInputs;
+use super::wire::{self, declared};
+use super::{NewTask, Outcome, TaskLink, TaskSupport};
 use crate::model::ToolResult;
 use crate::protocol::{Dialect, Method, RpcError};
+use crate::router::{Answer, Call, ResultObject, Router, Stop, shape};
 use crate::runtime::catalogue::CompiledTool;
 use crate::runtime::context::RequestContext;
 use crate::runtime::envelopes::ResultType;
 use crate::runtime::error::HandlerError;
 use crate::runtime::policy::{Admitted, Limited};
-use crate::tasks::wire::{self, declared};
-use crate::tasks::{NewTask, Outcome, TaskLink};
 
 impl Router<'_> {
+    /// Whether this call of `tool` runs as a task: when the tool supports tasks and
+    /// the request declares the extension; refused when the tool requires it and the
+    /// request does not declare it.
+    pub(crate) fn as_task(
+        &self,
+        call: &Call,
+        tool: &CompiledTool,
+        ctx: &RequestContext,
+    ) -> Result<bool, RpcError> {
+        let Some(support) = tool.slots.get::<TaskSupport>() else {
+            return Ok(false);
+        };
+        let declared = call.dialect.offers_tasks() && declared(ctx.client_capabilities());
+        if *support == TaskSupport::Required && !declared {
+            return Err(wire::missing_extension());
+        }
+        Ok(declared)
+    }
+
+    /// Adds the tasks extension to `capabilities` when the dialect offers it and a
+    /// tool runs as a task.
+    pub(crate) fn declare_tasks(&self, call: &Call, capabilities: &mut Value) {
+        if !(call.dialect.offers_tasks() && call.catalogue.has_task_tools()) {
+            return;
+        }
+        if let Value::Object(caps) = capabilities {
+            if let Value::Object(ext) = caps
+                .entry("extensions")
+                .or_insert_with(|| Value::Object(Map::new()))
+            {
+                ext.insert(super::TASKS_EXTENSION.into(), serde_json::json!({}));
+            }
+        }
+    }
+
     /// Creates a task for a `tools/call` and starts its worker; answers the
     /// `CreateTaskResult` once the store holds the task. Questions the tool asks before
     /// its task ([`Tool::task_input`](crate::Tool::task_input)) are answered first, in
     /// ordinary rounds.
-    pub(super) async fn start_task(
+    pub(crate) async fn start_task(
         &self,
         call: &Call,
         tool: &CompiledTool,
@@ -34,8 +69,9 @@ impl Router<'_> {
         ctx: RequestContext,
         admitted: Option<Admitted>,
     ) -> Result<ResultObject, Stop> {
-        if !tool.task_inputs.is_empty() {
-            ctx.ask_all(tool.task_inputs.iter().cloned())
+        let inputs = tool.slots.get::<TaskInputs>().map_or(&[][..], |i| &i.0);
+        if !inputs.is_empty() {
+            ctx.ask_all(inputs.iter().cloned())
                 .await
                 .map_err(|e| Stop::from_handler(e, || RpcError::invalid_params("Not found")))?;
         }
@@ -49,13 +85,13 @@ impl Router<'_> {
             return Ok(shape(call.dialect, busy)?);
         };
         let options = &tasks.options;
-        let id = crate::tasks::new_id()?;
+        let id = super::new_id()?;
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let record = tasks
             .store()
             .create(NewTask {
                 id: id.clone(),
-                owner: crate::tasks::owner(ctx.principal()),
+                owner: super::owner(ctx.principal()),
                 ttl_ms: options.ttl.map(ms),
                 poll_interval_ms: Some(ms(options.poll_interval)),
                 status_message: None,
@@ -66,26 +102,26 @@ impl Router<'_> {
             .await
             .map_err(|e| wire::create_failed(&e))?;
         let link = TaskLink {
-            tasks: Arc::clone(tasks),
+            tasks: Arc::clone(&tasks),
             id: id.into(),
         };
         let cancel = CancellationToken::new();
-        let worker = ctx.for_task(link.clone(), cancel.clone());
+        let worker = ctx.for_worker(Arc::new(link.clone()), cancel.clone());
         let work = run(
             Arc::clone(&tool.handler),
             tool.name.clone(),
             tool.enforcer.as_deref().and_then(|e| e.timeout()),
             call.dialect,
             arguments,
-            worker,
+            (worker, link.clone()),
         );
-        crate::tasks::worker::spawn(link, cancel, work, (slot, admitted));
+        super::worker::spawn(link, cancel, work, (slot, admitted));
         Ok(ResultObject::from(wire::created(&record)))
     }
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel`: owner-checked, only for a request
     /// that declares the extension.
-    pub(super) async fn task_op(&self, call: &Call, ctx: &RequestContext) -> Answer {
+    pub(crate) async fn task_op(&self, call: &Call, ctx: &RequestContext) -> Answer {
         if !declared(ctx.client_capabilities()) {
             return Err(wire::missing_extension());
         }
@@ -94,8 +130,8 @@ impl Router<'_> {
         let tasks = self.runtime.tasks();
         tasks.start().await;
         let store = tasks.store();
-        let owner = crate::tasks::owner(ctx.principal());
-        let unavailable = |e: crate::tasks::StoreError| RpcError::internal(e.to_string());
+        let owner = super::owner(ctx.principal());
+        let unavailable = |e: super::StoreError| RpcError::internal(e.to_string());
         let known = match call.method {
             Method::TasksGet => {
                 let record = store.get(id, &owner).await.map_err(unavailable)?;
@@ -131,7 +167,7 @@ async fn run(
     timeout: Option<Duration>,
     dialect: &'static Dialect,
     arguments: Value,
-    ctx: RequestContext,
+    (ctx, link): (RequestContext, TaskLink),
 ) -> Outcome {
     loop {
         let attempt = AssertUnwindSafe(handler(arguments.clone(), ctx.clone())).catch_unwind();
@@ -156,11 +192,6 @@ async fn run(
                 return Outcome::Error(wire::error_object(&RpcError::invalid_params("Not found")));
             }
             Ok(Err(HandlerError::InputRequired(input))) => {
-                let Some(link) = ctx_link(&ctx) else {
-                    return Outcome::Error(wire::error_object(&RpcError::internal(
-                        "The task lost its link to the store",
-                    )));
-                };
                 match link
                     .collect(input.requests, |_, _| true, ctx.cancellation())
                     .await
@@ -194,8 +225,4 @@ fn failed(e: HandlerError) -> Outcome {
         HandlerError::InputRequired(_) => RpcError::internal("The task needed more input"),
     };
     Outcome::Error(wire::error_object(&e))
-}
-
-fn ctx_link(ctx: &RequestContext) -> Option<TaskLink> {
-    ctx.task_link().cloned()
 }

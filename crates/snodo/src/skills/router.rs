@@ -1,32 +1,18 @@
 //! The Skills extension's methods: `skills/list`, `skills/get`,
 //! `resources/directory/read` (the files themselves are read with `resources/read`).
 
-use super::{Call, ResultObject, Router};
 use crate::protocol::RpcError;
+use crate::router::{Call, ResultObject, Router};
 use crate::runtime::context::RequestContext;
 
 impl Router<'_> {
     /// Whether the runtime serves skills.
     pub(crate) fn has_skills(&self) -> bool {
-        #[cfg(feature = "skills")]
-        return self.runtime.skills().is_some();
-        #[cfg(not(feature = "skills"))]
-        false
+        self.runtime.skills().is_some()
     }
 
     /// Answers one of the extension's methods.
-    #[cfg(not(feature = "skills"))]
-    pub(super) fn skills_method(
-        &self,
-        call: &Call,
-        _ctx: &RequestContext,
-    ) -> Result<ResultObject, RpcError> {
-        Err(RpcError::method_not_found(&call.method_name))
-    }
-
-    /// Answers one of the extension's methods.
-    #[cfg(feature = "skills")]
-    pub(super) fn skills_method(
+    pub(crate) fn skills_method(
         &self,
         call: &Call,
         ctx: &RequestContext,
@@ -99,7 +85,7 @@ impl Router<'_> {
                     .iter()
                     .filter(|c| {
                         c.get("mimeType").and_then(Value::as_str)
-                            == Some(crate::skills::DIRECTORY_MIME_TYPE)
+                            == Some(super::DIRECTORY_MIME_TYPE)
                             || visible(&uri_of(c))
                     })
                     .cloned()
