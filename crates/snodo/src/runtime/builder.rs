@@ -124,6 +124,9 @@ pub struct RuntimeBuilder {
     skills: Option<SkillsSource>,
     /// Declared extensions (`capabilities.extensions`).
     extensions: serde_json::Map<String, serde_json::Value>,
+    /// The deployment's shared bus, this instance's id on it, and what rate limits do
+    /// while it is down (issue 35).
+    bus: crate::bus::link::BusConfig,
 }
 
 /// Where the skills come from.
@@ -166,7 +169,42 @@ impl RuntimeBuilder {
             #[cfg(feature = "skills")]
             skills: None,
             extensions: serde_json::Map::new(),
+            bus: crate::bus::link::BusConfig::default(),
         }
+    }
+
+    /// Shares this instance's listen-stream changes, initialize-era cancellations and
+    /// answers, and tools' rate limits with every instance on `bus` (PostgreSQL or Redis:
+    /// crate `snodo-bus`; `docs/bus.md`). Without it each instance is alone, and
+    /// nothing is published anywhere.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use snodo::bus::{Bus, MemoryBus};
+    /// use snodo::Runtime;
+    ///
+    /// let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    /// let a = Runtime::builder("demo", "1.0.0").bus(Arc::clone(&bus)).build()?;
+    /// let b = Runtime::builder("demo", "1.0.0").bus(bus).build()?;
+    /// # let _ = (a, b);
+    /// # Ok::<(), snodo::BuildError>(())
+    /// ```
+    pub fn bus(mut self, bus: Arc<dyn crate::bus::Bus>) -> Self {
+        self.bus.bus = Some(bus);
+        self
+    }
+
+    /// This instance's id on the bus (default: random); unique per live process.
+    pub fn bus_instance(mut self, id: crate::bus::InstanceId) -> Self {
+        self.bus.instance = Some(id);
+        self
+    }
+
+    /// What a tool's `rate_limit` does while the bus is down (default
+    /// [`WhenDown::Open`](crate::bus::WhenDown::Open): each instance alone).
+    pub fn rate_limits_when_bus_down(mut self, when_down: crate::bus::WhenDown) -> Self {
+        self.bus.when_down = when_down;
+        self
     }
 
     /// Registers an app view (MCP Apps, [`crate::apps`]) as a resource and declares the
@@ -467,6 +505,7 @@ impl RuntimeBuilder {
         );
         #[cfg(not(feature = "metrics"))]
         let task_observe = crate::observation::TaskObserver::default();
+        let link = self.bus.link();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -481,7 +520,9 @@ impl RuntimeBuilder {
                 capabilities,
                 legacy_log_level: self.logging.then_some(self.legacy_log_level),
                 signer,
-                pending: Arc::new(PendingRequests::default()),
+                pending: Arc::new(link.as_ref().map_or_else(PendingRequests::default, |l| {
+                    PendingRequests::held_by(l.me().clone())
+                })),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
                 tasks: crate::tasks::Tasks::new(self.tasks.unwrap_or_default(), task_observe),
@@ -490,6 +531,7 @@ impl RuntimeBuilder {
                 extensions,
                 #[cfg(feature = "skills")]
                 skills,
+                bus: link,
             }),
         })
     }
