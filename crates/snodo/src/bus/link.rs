@@ -169,7 +169,13 @@ impl Link {
     /// bus's deadline.
     pub(crate) fn forward_cancel(&self, principal: &Principal, id: &RequestId) {
         let request = cancel_key(principal, id);
-        self.spawn_send(Address::Every, Message::Cancel { request, reason: None });
+        self.spawn_send(
+            Address::Every,
+            Message::Cancel {
+                request,
+                reason: None,
+            },
+        );
     }
 
     /// Forwards an answer to a server request this instance does not hold to the

@@ -11,11 +11,11 @@ use serde_json::{Map, Value, json};
 use super::Engine;
 use super::failure::Failure;
 use super::observe::Gauged;
+use crate::bus::Received;
 use crate::caller::Principal;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
 use crate::router::{Call, ResultObject, Router};
-use crate::bus::Received;
 use crate::runtime::events::{Change, Feed};
 use crate::tasks::TaskWatch;
 

@@ -65,7 +65,10 @@ impl Router<'_> {
             return Ok(shape(call.dialect, ToolResult::error(message))?);
         }
         let limit = match tool.enforcer.as_deref() {
-            Some(e) => Some(e.admit(name, ctx.principal(), self.runtime.bus().map(|l| &**l)).await),
+            Some(e) => Some(
+                e.admit(name, ctx.principal(), self.runtime.bus().map(|l| &**l))
+                    .await,
+            ),
             None => None,
         };
         let admitted = match limit {

@@ -265,7 +265,9 @@ mod tests {
         };
         assert!(retry_after <= Duration::from_millis(100), "{retry_after:?}");
         assert!(
-            e.admit("t", Some(&Principal::new("bob")), None).await.is_ok(),
+            e.admit("t", Some(&Principal::new("bob")), None)
+                .await
+                .is_ok(),
             "per principal"
         );
         assert!(
@@ -284,7 +286,10 @@ mod tests {
         });
         let first = e.admit("t", None, None).await;
         assert!(first.is_ok());
-        assert_eq!(e.admit("t", None, None).await.err(), Some(Limited::Concurrency { max: 1 }));
+        assert_eq!(
+            e.admit("t", None, None).await.err(),
+            Some(Limited::Concurrency { max: 1 })
+        );
         drop(first);
         assert!(e.admit("t", None, None).await.is_ok());
     }
