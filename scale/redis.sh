@@ -8,32 +8,23 @@
 # port (no unix socket, no persistence: no RDB snapshots, no AOF; protected mode on), its
 # working directory, log and pid file in DIR, waits until it answers PING, writes the URL
 # to DIR/url and prints the export line on stdout (everything else goes to stderr).
-# stop: SIGTERM then SIGKILL, by the PID the server wrote.
+# stop: SIGTERM then SIGKILL, by the PID the server wrote. kill: SIGKILL (DIR stays);
+# restart: starts it again on its port.
 set -euo pipefail
 
-die() { printf 'redis.sh: %s\n' "$*" >&2; exit 1; }
-note() { printf 'redis.sh: %s\n' "$*" >&2; }
+NAME=redis.sh
+STOP_SIGNALS=(TERM KILL)
+KILL_SIGNAL=KILL
+# shellcheck source=scale/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n $cmd && -n $dir ]] || die "usage: redis.sh start|stop DIR"
+[[ -n $cmd && -n $dir ]] || die "usage: redis.sh start|stop|kill|restart DIR"
 
-alive() { [[ -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
-
-start() {
-    local port pid i
-    if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-        note "redis-server not found: installing Debian's redis-server"
-        (( EUID == 0 )) || die "redis-server is missing and this user cannot install it"
-        timeout 300 apt-get update -qq >&2
-        timeout 600 env DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y -qq --no-install-recommends redis-server redis-tools >&2
-        command -v redis-server >/dev/null || die "redis-server is still missing after apt-get install"
-    fi
-    mkdir -p "$dir"
-    dir=$(cd "$dir" && pwd)
-    [[ ! -e $dir/redis.pid ]] || die "$dir/redis.pid exists already"
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+launch() { # $1 = port: starts the server, waits until it answers PING
+    local port=$1 pid i
+    rm -f "$dir/redis.pid"
     # Detached from this shell (setsid): the caller's `eval "$(...)"` must not wait for it.
     setsid redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes \
         --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/server.log" \
@@ -53,28 +44,24 @@ start() {
     done
     [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] \
         || die "the server does not answer PING"
+}
+
+start() {
+    local port
+    if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+        note "redis-server not found: installing Debian's redis-server"
+        install_debian redis-server redis-tools
+        command -v redis-server >/dev/null || die "redis-server is still missing after apt-get install"
+    fi
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    [[ ! -e $dir/redis.pid ]] || die "$dir/redis.pid exists already"
+    port=$(free_port)
+    launch "$port"
     local url="redis://127.0.0.1:$port"
     echo "$url" >"$dir/url"
-    note "Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//') on 127.0.0.1:$port (pid $pid, $dir)"
+    note "Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//') on 127.0.0.1:$port (pid $(cat "$dir/pid"), $dir)"
     printf 'export SNODO_TEST_REDIS_URL=%q\n' "$url"
 }
 
-stop() {
-    local pid sig i
-    [[ -d $dir ]] || return 0
-    pid=$(cat "$dir/pid" 2>/dev/null || true)
-    if [[ -n $pid ]] && alive "$pid"; then
-        for sig in TERM KILL; do
-            kill -"$sig" "$pid" 2>/dev/null || true
-            for ((i = 0; i < 100; i++)); do alive "$pid" || break; sleep 0.05; done
-            alive "$pid" || break
-        done
-    fi
-    rm -rf "$dir"
-}
-
-case $cmd in
-    start) start ;;
-    stop) stop ;;
-    *) die "unknown command $cmd (start|stop)" ;;
-esac
+dispatch "$cmd"

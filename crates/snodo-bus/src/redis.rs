@@ -157,11 +157,15 @@ impl RedisBus {
     async fn publish_to(&self, channel: String, payload: String) -> Result<(), BusError> {
         let mut conn = self.commands.clone();
         bounded(self.shared.deadline, "PUBLISH", async move {
-            redis::cmd("PUBLISH")
-                .arg(channel)
-                .arg(payload)
-                .query_async::<i64>(&mut conn)
-                .await
+            let mut publish = redis::cmd("PUBLISH");
+            publish.arg(channel).arg(payload);
+            match publish.query_async::<i64>(&mut conn).await {
+                // The server went away and came back: the manager's connection is
+                // broken until a command fails on it, and it reconnects then. Once more
+                // (a dropped connection did not carry the first).
+                Err(e) if e.is_connection_dropped() => publish.query_async::<i64>(&mut conn).await,
+                other => other,
+            }
         })
         .await
         .map(|_| ())

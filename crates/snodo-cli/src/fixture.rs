@@ -471,6 +471,7 @@ pub(crate) fn runtime(
     page_size: usize,
     metrics: Option<snodo::metrics::Metrics>,
     tasks: Option<snodo::tasks::TaskOptions>,
+    extend: impl FnOnce(snodo::RuntimeBuilder) -> snodo::RuntimeBuilder,
 ) -> Result<Runtime, BuildError> {
     let offers_tasks = protocols.iter().any(|d| d.offers_tasks());
     let stateless_only = protocols
@@ -490,6 +491,7 @@ pub(crate) fn runtime(
     if let Some(tasks) = tasks {
         builder = builder.tasks(tasks);
     }
+    builder = extend(builder);
     match profile {
         Profile::Echo => builder.tool(echo()).build(),
         Profile::Conformance => {

@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bus;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
@@ -103,6 +104,8 @@ enum Command {
         tasks: task_store::TaskStoreArgs,
         #[command(flatten)]
         oauth: oauth::OAuthArgs,
+        #[command(flatten)]
+        bus: bus::BusArgs,
     },
     /// Send one request to an MCP server and print the result as JSON (list methods
     /// follow every page).
@@ -139,6 +142,8 @@ enum Command {
         stdio: bool,
         #[command(flatten)]
         tasks: task_store::TaskStoreArgs,
+        #[command(flatten)]
+        bus: bus::BusArgs,
     },
 }
 
@@ -207,6 +212,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             stdio,
             tasks,
             oauth,
+            bus,
         } => {
             let root = match root {
                 Some(r) => r,
@@ -228,6 +234,8 @@ async fn run(cli: Cli) -> Result<(), String> {
                 builder = p.authorize(builder);
                 config = p.configure(config);
             }
+            // The shared bus (issue 35).
+            builder = bus::Shared::connect(&bus).await?.apply(builder);
             let runtime = builder.build().map_err(|e| e.to_string())?;
             (
                 runtime,
@@ -247,8 +255,17 @@ async fn run(cli: Cli) -> Result<(), String> {
             page_size,
             stdio,
             tasks,
+            bus,
         } => {
             let tasks = Some(task_store::options(&tasks).await?);
+            // The shared bus (issue 35), and the scale lane's tools and token with it.
+            let shared = bus::Shared::connect(&bus).await?;
+            let mut lane = None;
+            let extend = |b| {
+                let (b, c) = shared.fixture(shared.apply(b), config.clone());
+                lane = Some(c);
+                b
+            };
             let runtime = fixture::runtime(
                 dialects(&protocols)?,
                 profile,
@@ -256,8 +273,10 @@ async fn run(cli: Cli) -> Result<(), String> {
                 page_size,
                 metrics,
                 tasks,
+                extend,
             )
             .map_err(|e| e.to_string())?;
+            config = lane.unwrap_or(config);
             (
                 runtime,
                 addr,

@@ -387,6 +387,7 @@ mod tests {
                         50,
                         None,
                         None,
+                        |b| b,
                     )
                     .unwrap_or_else(|e| panic!("{e}"));
                     let served = snodo::stdio::serve_stream(

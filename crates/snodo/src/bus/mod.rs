@@ -26,6 +26,7 @@
 //! ```
 
 mod fanout;
+pub(crate) mod link;
 mod mailboxes;
 mod memory;
 mod types;
@@ -40,6 +41,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 pub use fanout::{DEFAULT_BACKLOG, Fanout, Received, Subscription};
+pub use link::WhenDown;
 pub use mailboxes::Mailboxes;
 pub use memory::MemoryBus;
 pub use types::{

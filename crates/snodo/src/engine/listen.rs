@@ -7,16 +7,16 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::Engine;
 use super::failure::Failure;
 use super::observe::Gauged;
+use crate::bus::Received;
 use crate::caller::Principal;
 use crate::protocol::jsonrpc::notification_message;
 use crate::protocol::{Dialect, Method, RequestId, RpcError};
 use crate::router::{Call, ResultObject, Router};
-use crate::runtime::events::Change;
+use crate::runtime::events::{Change, Feed};
 use crate::tasks::TaskWatch;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -130,7 +130,7 @@ pub(crate) enum ListenStep {
 pub(crate) struct Subscription {
     id: RequestId,
     filter: Filter,
-    changes: broadcast::Receiver<Change>,
+    changes: Feed,
     /// The acknowledgement's `notifications`, until it is sent (the accepted task ids
     /// are added then, after an owner-checked read).
     ack: Option<Value>,
@@ -214,13 +214,13 @@ impl Subscription {
                 () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
                 changed = self.tasks.next() => changed.iter().map(|t| task_message(t, &self.id)).collect(),
                 change = self.changes.recv() => match change {
-                    Ok(change) => self.filter.message(&change, &self.id).into_iter().collect(),
-                    // Fell behind: every watched list may have changed.
-                    Err(RecvError::Lagged(_)) => [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
+                    Some(Received::Item(change)) => self.filter.message(&change, &self.id).into_iter().collect(),
+                    // Fell behind, or the bus was away: every watched list may have changed.
+                    Some(Received::Lagged(_) | Received::Resync) => [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
                         .iter()
                         .filter_map(|c| self.filter.message(c, &self.id))
                         .collect(),
-                    Err(RecvError::Closed) => return ListenStep::Gone,
+                    None => return ListenStep::Gone,
                 },
             };
             let out: Vec<Bytes> = out;

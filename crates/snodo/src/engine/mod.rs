@@ -97,11 +97,13 @@ impl Engine {
         let observe = Observe::new(&runtime);
         let gate = Gate::new(limits.max_concurrent, limits.max_queued);
         observe.watch_gate(&gate);
+        let inflight = Arc::new(InFlight::default());
+        runtime.attach_to_bus(&inflight);
         Self {
             runtime,
             limits,
             gate,
-            inflight: Arc::new(InFlight::default()),
+            inflight,
             root: CancellationToken::new(),
             cancelled_all: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
@@ -169,6 +171,11 @@ pub(crate) fn cancel_by_notification(
     params: Option<SplitParams<'_>>,
 ) {
     if let (Some(principal), Some(id)) = (principal, cancelled_id(params)) {
-        engine.inflight.cancel(principal, &id);
+        if !engine.inflight.cancel(principal, &id) {
+            // Another instance may run it (issue 35).
+            if let Some(link) = engine.runtime.bus() {
+                link.forward_cancel(principal, &id);
+            }
+        }
     }
 }

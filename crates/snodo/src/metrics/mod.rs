@@ -96,6 +96,9 @@ struct Inner {
     streams: Family<StreamLabels, Gauge>,
     tasks_running: Family<TaskLabels, Gauge>,
     tasks_ended: Family<TaskLabels, Counter>,
+    /// Whether the shared bus is up (1) or down (0), and how often it went down.
+    bus_up: Gauge,
+    bus_outages: Counter,
     /// The name label of requests without a known component name.
     no_name: Arc<str>,
 }
@@ -164,9 +167,22 @@ impl Metrics {
             "Tasks whose work ran in this process and ended, by final status (lost: expired or taken over)",
             tasks_ended.clone(),
         );
+        let (bus_up, bus_outages) = (Gauge::default(), Counter::default());
+        registry.register(
+            "snodo_bus_up",
+            "Whether the shared bus is connected (1) or this instance serves alone (0)",
+            bus_up.clone(),
+        );
+        registry.register(
+            "snodo_bus_outages",
+            "Times the shared bus went down",
+            bus_outages.clone(),
+        );
         Self {
             inner: Arc::new(Inner {
                 registry,
+                bus_up,
+                bus_outages,
                 requests,
                 duration,
                 gates,
@@ -202,6 +218,14 @@ impl Metrics {
             .tasks_ended
             .get_or_create(&TaskLabels { status })
             .inc();
+    }
+
+    /// Records the shared bus going up or down.
+    pub(crate) fn bus_state(&self, up: bool) {
+        self.inner.bus_up.set(i64::from(up));
+        if !up {
+            self.inner.bus_outages.inc();
+        }
     }
 
     /// Reads an endpoint's in-flight and queued requests from its gate, at each scrape.

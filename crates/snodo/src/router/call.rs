@@ -53,7 +53,14 @@ impl Router<'_> {
             let message = format!("Invalid arguments for tool {name}: {}", problems.join("; "));
             return Ok(shape(call.dialect, ToolResult::error(message))?);
         }
-        let admitted = match tool.enforcer.as_deref().map(|e| e.admit(ctx.principal())) {
+        let limit = match tool.enforcer.as_deref() {
+            Some(e) => Some(
+                e.admit(name, ctx.principal(), self.runtime.bus().map(|l| &**l))
+                    .await,
+            ),
+            None => None,
+        };
+        let admitted = match limit {
             Some(Err(limited)) => return Ok(shape(call.dialect, limited.tool_result(name))?),
             Some(Ok(admitted)) => Some(admitted),
             None => None,

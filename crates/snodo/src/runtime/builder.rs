@@ -126,6 +126,9 @@ pub struct RuntimeBuilder {
     slots: Slots,
     /// What extensions do at [`build`](Self::build), first, in the order they were added.
     hooks: Vec<BuildHook>,
+    /// The deployment's shared bus, this instance's id on it, and what rate limits do
+    /// while it is down (issue 35).
+    bus: crate::bus::link::BusConfig,
 }
 
 /// An extension's step at [`RuntimeBuilder::build`] (e.g. reading a directory).
@@ -161,9 +164,44 @@ impl RuntimeBuilder {
             server_requests: None,
             authorizer: None,
             extensions: serde_json::Map::new(),
+            bus: crate::bus::link::BusConfig::default(),
             slots: Slots::default(),
             hooks: Vec::new(),
         }
+    }
+
+    /// Shares this instance's listen-stream changes, initialize-era cancellations and
+    /// answers, and tools' rate limits with every instance on `bus` (PostgreSQL or Redis:
+    /// crate `snodo-bus`; `docs/bus.md`). Without it each instance is alone, and
+    /// nothing is published anywhere.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use snodo::bus::{Bus, MemoryBus};
+    /// use snodo::Runtime;
+    ///
+    /// let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    /// let a = Runtime::builder("demo", "1.0.0").bus(Arc::clone(&bus)).build()?;
+    /// let b = Runtime::builder("demo", "1.0.0").bus(bus).build()?;
+    /// # let _ = (a, b);
+    /// # Ok::<(), snodo::BuildError>(())
+    /// ```
+    pub fn bus(mut self, bus: Arc<dyn crate::bus::Bus>) -> Self {
+        self.bus.bus = Some(bus);
+        self
+    }
+
+    /// This instance's id on the bus (default: random); unique per live process.
+    pub fn bus_instance(mut self, id: crate::bus::InstanceId) -> Self {
+        self.bus.instance = Some(id);
+        self
+    }
+
+    /// What a tool's `rate_limit` does while the bus is down (default
+    /// [`WhenDown::Open`](crate::bus::WhenDown::Open): each instance alone).
+    pub fn rate_limits_when_bus_down(mut self, when_down: crate::bus::WhenDown) -> Self {
+        self.bus.when_down = when_down;
+        self
     }
 
     /// Puts `value` in its type's slot of the runtime (for the extension that owns
@@ -437,6 +475,7 @@ impl RuntimeBuilder {
                 capability: "requestState",
                 reason: "the request state key was refused".into(),
             })?;
+        let link = self.bus.link();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -451,11 +490,14 @@ impl RuntimeBuilder {
                 capabilities,
                 legacy_log_level: self.logging.then_some(self.legacy_log_level),
                 signer,
-                pending: Arc::new(PendingRequests::default()),
+                pending: Arc::new(link.as_ref().map_or_else(PendingRequests::default, |l| {
+                    PendingRequests::held_by(l.me().clone())
+                })),
                 server_requests: self.server_requests,
                 authorizer: self.authorizer,
                 extensions: self.extensions,
                 slots: self.slots,
+                bus: link,
             }),
         })
     }

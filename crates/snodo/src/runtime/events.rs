@@ -1,20 +1,50 @@
-//! Changes that `subscriptions/listen` streams deliver (2026-07-28).
+//! Changes that `subscriptions/listen` streams deliver (2026-07-28): this instance's,
+//! and, with a bus, every instance's.
 
-use std::sync::Arc;
+use tokio::sync::broadcast::{self, error::RecvError};
 
-/// A change a subscriber may have asked to hear about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Change {
-    /// The tool list changed.
-    ToolsListChanged,
-    /// The prompt list changed.
-    PromptsListChanged,
-    /// The resource list changed.
-    ResourcesListChanged,
-    /// The contents of the resource at this URI changed.
-    ResourceUpdated(Arc<str>),
-}
+use crate::bus::{Received, Subscription};
+
+/// A change a subscriber may have asked to hear about: what travels on the bus.
+pub(crate) type Change = crate::bus::Event;
 
 /// How many changes a slow subscriber may fall behind before it is told that every
 /// list it watches changed.
 pub(crate) const CHANGE_BACKLOG: usize = 256;
+
+/// What one listen stream hears: the changes delivered in this process (all of them
+/// without a bus; with one, those the bus could not carry), and those from the bus.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    local: broadcast::Receiver<Change>,
+    shared: Option<Subscription<Change>>,
+}
+
+impl Feed {
+    pub(crate) fn new(
+        local: broadcast::Receiver<Change>,
+        shared: Option<Subscription<Change>>,
+    ) -> Self {
+        Self { local, shared }
+    }
+
+    /// The next change; `Received::Lagged` or `Resync` when some were lost (every
+    /// watched list may have changed); `None` once the runtime is gone. Cancel-safe.
+    pub(crate) async fn recv(&mut self) -> Option<Received<Change>> {
+        let local = async {
+            match self.local.recv().await {
+                Ok(change) => Some(Received::Item(change)),
+                Err(RecvError::Lagged(n)) => Some(Received::Lagged(n)),
+                Err(RecvError::Closed) => None,
+            }
+        };
+        match &mut self.shared {
+            None => local.await,
+            Some(shared) => tokio::select! {
+                biased;
+                got = local => got,
+                got = shared.recv() => got,
+            },
+        }
+    }
+}

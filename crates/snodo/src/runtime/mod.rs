@@ -100,22 +100,52 @@ impl Runtime {
         *sources = next;
         drop(sources);
         for change in changes {
-            let _ = self.inner.changes.send(change);
+            self.announce(change);
         }
         Ok(())
     }
 
-    /// Tells `subscriptions/listen` streams subscribed to `uri` that it changed.
+    /// Tells `subscriptions/listen` streams subscribed to `uri` that it changed (with a
+    /// bus, on every instance of the deployment).
     pub fn notify_resource_updated(&self, uri: &str) {
-        let _ = self
-            .inner
-            .changes
-            .send(events::Change::ResourceUpdated(uri.into()));
+        self.announce(events::Change::ResourceUpdated(uri.into()));
     }
 
-    /// A receiver of catalogue and resource changes.
-    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<events::Change> {
-        self.inner.changes.subscribe()
+    /// Delivers a change to the listen streams: this instance's, or through the bus
+    /// every instance's.
+    fn announce(&self, change: events::Change) {
+        match &self.inner.bus {
+            None => {
+                let _ = self.inner.changes.send(change);
+            }
+            Some(link) => link.publish(change, &self.inner.changes),
+        }
+    }
+
+    /// What one listen stream hears: catalogue and resource changes.
+    pub(crate) fn subscribe_changes(&self) -> events::Feed {
+        events::Feed::new(
+            self.inner.changes.subscribe(),
+            self.inner.bus.as_ref().map(|l| l.events()),
+        )
+    }
+
+    /// The bus link, if a bus was configured ([`RuntimeBuilder::bus`]).
+    pub(crate) fn bus(&self) -> Option<&Arc<crate::bus::link::Link>> {
+        self.inner.bus.as_ref()
+    }
+
+    /// Registers an endpoint's cancellable requests with the bus (if any), so that a
+    /// cancellation forwarded by another instance reaches them.
+    pub(crate) fn attach_to_bus(&self, inflight: &Arc<crate::engine::InFlight>) {
+        if let Some(link) = &self.inner.bus {
+            link.attach(
+                inflight,
+                &self.inner.pending,
+                #[cfg(feature = "metrics")]
+                self.inner.metrics.clone(),
+            );
+        }
     }
 
     /// Whether `principal` may see and use `component`.
@@ -191,7 +221,14 @@ impl Runtime {
 
     /// Delivers a client's answer to an initialize-era server-to-client request.
     /// Returns `false` when no request of this process waits for `id`.
+    /// With a bus, an answer for a request another instance holds (its id names it) is
+    /// forwarded there, and this returns `true`.
     pub(crate) fn deliver_answer(&self, id: &str, answer: pending::Answer) -> bool {
+        if !self.inner.pending.has(id) {
+            if let Some(link) = &self.inner.bus {
+                return link.forward_answer(id, answer);
+            }
+        }
         self.inner.pending.deliver(id, answer)
     }
 }
@@ -236,6 +273,8 @@ pub(crate) struct Inner {
     extensions: serde_json::Map<String, serde_json::Value>,
     /// What extensions attached (tasks, skills, metrics, …): one value per type.
     slots: slots::Slots,
+    /// The deployment's shared bus (issue 35); `None`: this instance alone.
+    bus: Option<Arc<crate::bus::link::Link>>,
 }
 
 /// Cache hints per kind of cacheable result.

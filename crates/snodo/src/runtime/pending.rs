@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::bus::InstanceId;
+
 /// What the client answered: its `result`, or its `error` object.
 pub(crate) type Answer = Result<Value, Value>;
 
@@ -20,13 +22,33 @@ pub(crate) struct PendingRequests {
     waiting: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     counter: AtomicU64,
     seed: RandomState,
+    /// With a bus, this instance's id, put in every id minted: an answer that lands on
+    /// another instance is forwarded here.
+    holder: Option<InstanceId>,
 }
 
 impl PendingRequests {
+    /// Requests whose ids name `holder` (the instance, on a shared bus).
+    pub(crate) fn held_by(holder: InstanceId) -> Self {
+        Self {
+            holder: Some(holder),
+            ..Self::default()
+        }
+    }
+
     /// Mints an id no other request of this process uses, hard to guess from outside.
     pub(crate) fn mint(&self) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        format!("snodo-{n:x}-{:016x}", self.seed.hash_one(n))
+        let id = format!("snodo-{n:x}-{:016x}", self.seed.hash_one(n));
+        match &self.holder {
+            None => id,
+            Some(me) => crate::bus::link::with_holder(id, me),
+        }
+    }
+
+    /// Whether a request of this process waits for `id`.
+    pub(crate) fn has(&self, id: &str) -> bool {
+        self.waiting.lock().is_ok_and(|w| w.contains_key(id))
     }
 
     /// Starts waiting for the answer to `id`.

@@ -15,6 +15,10 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+use sha2::{Digest, Sha256};
+
+use crate::bus::WhenDown;
+use crate::bus::link::Link;
 use crate::caller::Principal;
 use crate::model::ToolResult;
 
@@ -23,6 +27,21 @@ pub const LIMIT_META_KEY: &str = "io.snodo/limit";
 
 /// Most principals a rate limit tracks at once; past it, idle ones are forgotten.
 const MAX_TRACKED: usize = 10_000;
+
+/// How long a caller refused while the bus is down (fail closed) is told to wait.
+const CLOSED_RETRY: Duration = Duration::from_secs(1);
+
+/// The bus counter of `who`'s calls to `tool`: readable while short, hashed when
+/// the names would pass the bus's key limit.
+fn counter_key(tool: &str, who: &str) -> String {
+    let key = format!("rate:{tool}:{who}");
+    if key.len() <= crate::bus::MAX_KEY {
+        return key;
+    }
+    let digest = Sha256::digest(format!("{tool}\n{who}").as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("rate:#{hex}")
+}
 
 /// At most `calls` calls per `per`, for each principal (anonymous callers share one
 /// budget), with bursts up to `calls`: a token bucket refilled continuously.
@@ -100,8 +119,14 @@ impl Enforcer {
     }
 
     /// Admits a call by `principal`, or says which limit stops it. The concurrency
-    /// slot is taken before the rate budget, so a refused call spends no budget.
-    pub(crate) fn admit(&self, principal: Option<&Principal>) -> Result<Admitted, Limited> {
+    /// slot is taken before the rate budget, so a refused call spends no budget. With a
+    /// bus (`shared`), the rate budget is the deployment's: [`Enforcer::spend_shared`].
+    pub(crate) async fn admit(
+        &self,
+        tool: &str,
+        principal: Option<&Principal>,
+        shared: Option<&Link>,
+    ) -> Result<Admitted, Limited> {
         let slot = match &self.slots {
             None => None,
             Some(s) => {
@@ -115,9 +140,45 @@ impl Enforcer {
             }
         };
         if let Some(rate) = self.policy.rate {
-            self.spend(rate, principal.map_or("", Principal::id))?;
+            let who = principal.map_or("", Principal::id);
+            match shared {
+                Some(link) => self.spend_shared(link, rate, tool, who).await?,
+                None => self.spend(rate, who)?,
+            }
         }
         Ok(Admitted { _slot: slot })
+    }
+
+    /// Spends from the deployment's budget: a fixed window of `per` counted on the bus
+    /// (`calls` per window, for every instance together). While the bus is down, or
+    /// when a count fails (bounded by the bus's deadline), the limit fails open (this
+    /// instance's own bucket) or closed, as configured.
+    async fn spend_shared(
+        &self,
+        link: &Link,
+        rate: RateLimit,
+        tool: &str,
+        who: &str,
+    ) -> Result<(), Limited> {
+        let down = || match link.when_down {
+            WhenDown::Open => self.spend(rate, who),
+            WhenDown::Closed => Err(Limited::Rate {
+                retry_after: CLOSED_RETRY,
+            }),
+        };
+        if !link.is_up() {
+            return down();
+        }
+        match link.bus().count(&counter_key(tool, who), 1, rate.per).await {
+            Ok(count) if count.value <= u64::from(rate.calls) => Ok(()),
+            Ok(count) => Err(Limited::Rate {
+                retry_after: count.resets_in.max(Duration::from_millis(1)),
+            }),
+            Err(e) => {
+                tracing::warn!(target: "snodo::bus", error = %e, tool, "rate limit not counted on the bus");
+                down()
+            }
+        }
     }
 
     fn spend(&self, rate: RateLimit, key: &str) -> Result<(), Limited> {
@@ -197,34 +258,39 @@ mod tests {
             ..Policy::default()
         });
         let alice = Principal::new("alice");
-        assert!(e.admit(Some(&alice)).is_ok());
-        assert!(e.admit(Some(&alice)).is_ok());
-        let Err(Limited::Rate { retry_after }) = e.admit(Some(&alice)) else {
+        assert!(e.admit("t", Some(&alice), None).await.is_ok());
+        assert!(e.admit("t", Some(&alice), None).await.is_ok());
+        let Err(Limited::Rate { retry_after }) = e.admit("t", Some(&alice), None).await else {
             panic!("the third call in a second is limited");
         };
         assert!(retry_after <= Duration::from_millis(100), "{retry_after:?}");
         assert!(
-            e.admit(Some(&Principal::new("bob"))).is_ok(),
+            e.admit("t", Some(&Principal::new("bob")), None)
+                .await
+                .is_ok(),
             "per principal"
         );
         assert!(
-            e.admit(None).is_ok(),
+            e.admit("t", None, None).await.is_ok(),
             "anonymous callers have their own budget"
         );
         tokio::time::sleep(Duration::from_millis(150)).await;
-        assert!(e.admit(Some(&alice)).is_ok(), "refilled");
+        assert!(e.admit("t", Some(&alice), None).await.is_ok(), "refilled");
     }
 
-    #[test]
-    fn concurrency_slots_are_released() {
+    #[tokio::test]
+    async fn concurrency_slots_are_released() {
         let e = Enforcer::new(Policy {
             max_concurrent: Some(1),
             ..Policy::default()
         });
-        let first = e.admit(None);
+        let first = e.admit("t", None, None).await;
         assert!(first.is_ok());
-        assert_eq!(e.admit(None).err(), Some(Limited::Concurrency { max: 1 }));
+        assert_eq!(
+            e.admit("t", None, None).await.err(),
+            Some(Limited::Concurrency { max: 1 })
+        );
         drop(first);
-        assert!(e.admit(None).is_ok());
+        assert!(e.admit("t", None, None).await.is_ok());
     }
 }

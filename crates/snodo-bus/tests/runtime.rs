@@ -1,0 +1,301 @@
+//! Two snodo runtimes sharing a bus, each behind its own HTTP server on loopback: what
+//! one instance does reaches the other, at the wire. Every scenario runs on one
+//! `MemoryBus` (always), on PostgreSQL (`SNODO_TEST_PG_URL`) and on Redis
+//! (`SNODO_TEST_REDIS_URL`), each instance with a bus handle of its own.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use snodo::bus::{Bus, MemoryBus};
+use snodo::http::{BearerTokens, HttpConfig, Server};
+
+use snodo::protocol::{V2025_11_25, V2026_07_28};
+use snodo::{NoArguments, Principal, RateLimit, RequestContext, Runtime, Tool, ToolResult};
+use snodo_bus::{PgBus, PgBusOptions, RedisBus, RedisBusOptions};
+use snodo_testkit::http::{Stream, post};
+use tokio::sync::oneshot;
+
+const MODERN: &str = "2026-07-28";
+const LEGACY: &str = "2025-11-25";
+const WAIT: Duration = Duration::from_secs(5);
+
+/// One instance: its runtime and the address of its HTTP server (stopped on drop).
+struct Instance {
+    runtime: Runtime,
+    addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+fn runtime(bus: Arc<dyn Bus>, cancelled: Arc<tokio::sync::Notify>) -> Runtime {
+    Runtime::builder("bus-test", "1.0.0")
+        .protocols([&V2026_07_28, &V2025_11_25])
+        .list_changed(false)
+        .legacy_server_requests(WAIT)
+        .bus(bus)
+        .tool(
+            Tool::new("limited")
+                .description("Five a minute, deployment-wide")
+                .rate_limit(RateLimit::per_principal(5, Duration::from_secs(60)))
+                .handler(|_: NoArguments| async {
+                    Ok::<_, snodo::HandlerError>(ToolResult::text("ok"))
+                }),
+        )
+        .tool(
+            Tool::new("wait")
+                .description("Waits to be cancelled")
+                .handler(move |_: NoArguments, ctx: RequestContext| {
+                    let cancelled = Arc::clone(&cancelled);
+                    async move {
+                        tokio::select! {
+                            () = ctx.cancellation().cancelled() => cancelled.notify_one(),
+                            () = tokio::time::sleep(WAIT) => {}
+                        }
+                        Ok::<_, snodo::HandlerError>(ToolResult::text("not cancelled"))
+                    }
+                }),
+        )
+        .tool(Tool::new("ask").description("Asks a name").handler(
+            |_: NoArguments, ctx: RequestContext| async move {
+                let answer = ctx
+                    .ask(
+                        "name",
+                        snodo::InputRequest::elicit("Name?", json!({"type": "object"})),
+                    )
+                    .await?;
+                Ok::<_, snodo::HandlerError>(ToolResult::text(format!(
+                    "Hello, {}!",
+                    answer["content"]["name"].as_str().unwrap_or("?")
+                )))
+            },
+        ))
+        .build()
+        .unwrap_or_else(|e| panic!("build: {e}"))
+}
+
+/// A modern runtime with listen streams (list changes and resource subscriptions).
+fn listening(bus: Arc<dyn Bus>) -> Runtime {
+    Runtime::builder("bus-test", "1.0.0")
+        .list_changed(true)
+        .resource_subscriptions(true)
+        .bus(bus)
+        .tool(Tool::new("t").handler(|_: NoArguments| async {
+            Ok::<_, snodo::HandlerError>(ToolResult::text("t"))
+        }))
+        .build()
+        .unwrap_or_else(|e| panic!("build: {e}"))
+}
+
+async fn start(runtime: Runtime) -> Instance {
+    let config = HttpConfig::default().authenticator(
+        BearerTokens::new("https://mcp.example.com/.well-known/oauth-protected-resource")
+            .token("alpha", Principal::new("alice")),
+    );
+    let server = Server::bind(
+        runtime.clone(),
+        "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")),
+        config,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = server.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(
+        server
+            .drain_timeout(Duration::from_millis(200))
+            .run_until(async {
+                let _ = rx.await;
+            }),
+    );
+    Instance {
+        runtime,
+        addr,
+        _stop: tx,
+    }
+}
+
+fn modern_body(id: i64, method: &str, params: Value) -> String {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+async fn listen(at: SocketAddr, filter: Value) -> Stream {
+    let body = modern_body(1, "subscriptions/listen", json!({"notifications": filter}));
+    let headers = [
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "subscriptions/listen"),
+        ("Authorization", "Bearer alpha"),
+    ];
+    let mut s = Stream::open(at, &headers, &body).await;
+    assert_eq!(s.status, 200, "{}", s.head);
+    let ack = s
+        .next(WAIT)
+        .await
+        .unwrap_or_else(|| panic!("no acknowledgement"));
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    s
+}
+
+async fn call_limited(at: SocketAddr, id: i64) -> bool {
+    let body = modern_body(
+        id,
+        "tools/call",
+        json!({"name": "limited", "arguments": {}}),
+    );
+    let headers = [
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "limited"),
+        ("Authorization", "Bearer alpha"),
+    ];
+    let r = post(at, &headers, &body).await;
+    let result = r.result();
+    result["isError"] != json!(true)
+}
+
+fn legacy_headers() -> [(&'static str, &'static str); 2] {
+    [
+        ("MCP-Protocol-Version", LEGACY),
+        ("Authorization", "Bearer alpha"),
+    ]
+}
+
+fn legacy_call(id: i64, tool: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}})
+        .to_string()
+}
+
+/// Runs every scenario on two instances whose buses are `a` and `b`.
+async fn scenarios(a: Arc<dyn Bus>, b: Arc<dyn Bus>) {
+    // A change announced on A reaches the listen streams of A and B.
+    let (la, lb) = (
+        start(listening(Arc::clone(&a))).await,
+        start(listening(Arc::clone(&b))).await,
+    );
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///x"]});
+    let mut on_a = listen(la.addr, filter.clone()).await;
+    let mut on_b = listen(lb.addr, filter).await;
+    let started = Instant::now();
+    la.runtime.notify_resource_updated("file:///x");
+    for s in [&mut on_b, &mut on_a] {
+        let n = s
+            .next(WAIT)
+            .await
+            .unwrap_or_else(|| panic!("no change delivered"));
+        assert_eq!(n["method"], "notifications/resources/updated", "{n}");
+        assert_eq!(n["params"]["uri"], "file:///x");
+    }
+    println!("resource change A → B and A: {:?}", started.elapsed());
+    la.runtime
+        .update(|c| {
+            c.add_tool(Tool::new("t2").handler(|_: NoArguments| async {
+                Ok::<_, snodo::HandlerError>(ToolResult::text("2"))
+            }))
+        })
+        .unwrap_or_else(|e| panic!("update: {e}"));
+    let n = on_b
+        .next(WAIT)
+        .await
+        .unwrap_or_else(|| panic!("no list change"));
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+
+    // A rate limit of 5 a minute holds at 5 across both instances.
+    let cancelled = Arc::new(tokio::sync::Notify::new());
+    let ia = start(runtime(Arc::clone(&a), Arc::clone(&cancelled))).await;
+    let ib = start(runtime(Arc::clone(&b), Arc::clone(&cancelled))).await;
+    let mut admitted = 0;
+    for i in 0..12 {
+        let at = if i % 2 == 0 { ia.addr } else { ib.addr };
+        admitted += usize::from(call_limited(at, i).await);
+    }
+    assert_eq!(admitted, 5, "5 a minute across both instances");
+
+    // An initialize-era cancellation sent to B cancels the request running on A.
+    let addr = ia.addr;
+    let call =
+        tokio::spawn(async move { post(addr, &legacy_headers(), &legacy_call(77, "wait")).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}});
+    let r = post(ib.addr, &legacy_headers(), &cancel.to_string()).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    tokio::time::timeout(WAIT, cancelled.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the cancellation did not reach instance A"));
+    let _ = call.await;
+
+    // An initialize-era answer to A's elicitation, sent to B, completes the call on A.
+    let mut asked = Stream::open(ia.addr, &legacy_headers(), &legacy_call(8, "ask")).await;
+    let question = asked
+        .next(WAIT)
+        .await
+        .unwrap_or_else(|| panic!("no question"));
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let r = post(ib.addr, &legacy_headers(), &answer.to_string()).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    let done = asked
+        .next(WAIT)
+        .await
+        .unwrap_or_else(|| panic!("no result"));
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_one_memory_bus() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    scenarios(Arc::clone(&bus), bus).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_postgres() {
+    let Some(url) = support::url("SNODO_TEST_PG_URL") else {
+        return;
+    };
+    let namespace = support::namespace("rt");
+    let connect = || async {
+        let options = PgBusOptions {
+            namespace: namespace.clone(),
+            ..PgBusOptions::default()
+        };
+        Arc::new(
+            PgBus::connect(&url, options)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+        ) as Arc<dyn Bus>
+    };
+    scenarios(connect().await, connect().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_redis() {
+    let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
+        return;
+    };
+    let namespace = support::namespace("rt");
+    let connect = || async {
+        let options = RedisBusOptions {
+            namespace: namespace.clone(),
+            ..RedisBusOptions::default()
+        };
+        Arc::new(
+            RedisBus::connect(&url, options)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+        ) as Arc<dyn Bus>
+    };
+    scenarios(connect().await, connect().await).await;
+}

@@ -1,0 +1,351 @@
+//! The runtime's side of a bus ([`RuntimeBuilder::bus`](crate::RuntimeBuilder::bus)):
+//! what one instance publishes (listen-stream changes, in order, through one pump), what
+//! it forwards (initialize-era cancellations and answers it does not hold), and its
+//! mailbox (the cancellations and answers other instances forward to it).
+//!
+//! Without a configured bus the runtime holds no link: changes go straight to the
+//! local listeners, as they always did.
+
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::{Address, Bus, BusState, Event, InstanceId, Message, Received, Subscription};
+use crate::caller::Principal;
+use crate::engine::InFlight;
+use crate::protocol::RequestId;
+use crate::runtime::pending::{Answer, PendingRequests};
+
+/// Changes queued for the bus before the pump publishes them; past it, a change is
+/// delivered locally only (and logged).
+const OUTBOX: usize = 1024;
+
+/// What a tool's deployment-wide `rate_limit` does while the bus is down.
+///
+/// ```
+/// use std::sync::Arc;
+/// use snodo::bus::{MemoryBus, WhenDown};
+/// use snodo::Runtime;
+///
+/// let runtime = Runtime::builder("demo", "1.0.0")
+///     .bus(Arc::new(MemoryBus::new()))
+///     .rate_limits_when_bus_down(WhenDown::Closed)
+///     .build()?;
+/// # let _ = runtime;
+/// # Ok::<(), snodo::BuildError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WhenDown {
+    /// Fail open (the default): each instance holds the limit alone (its own token
+    /// bucket), so a deployment of N instances admits up to N times the limit.
+    #[default]
+    Open,
+    /// Fail closed: every rate-limited call is refused (a tool error saying to retry)
+    /// until the bus is back.
+    Closed,
+}
+
+/// What [`RuntimeBuilder::bus`](crate::RuntimeBuilder::bus) and its options collected.
+#[derive(Debug, Default)]
+pub(crate) struct BusConfig {
+    pub(crate) bus: Option<Arc<dyn Bus>>,
+    pub(crate) instance: Option<InstanceId>,
+    pub(crate) when_down: WhenDown,
+}
+
+impl BusConfig {
+    /// The runtime's link, if a bus was given.
+    pub(crate) fn link(self) -> Option<Arc<Link>> {
+        let me = self.instance.unwrap_or_else(InstanceId::random);
+        Some(Arc::new(Link::new(self.bus?, me, self.when_down)))
+    }
+}
+
+/// One runtime's connection to its bus.
+pub(crate) struct Link {
+    bus: Arc<dyn Bus>,
+    me: InstanceId,
+    pub(crate) when_down: WhenDown,
+    /// The publishing pump's queue, started on the first change published in a tokio
+    /// runtime.
+    outbox: OnceLock<mpsc::Sender<Event>>,
+    /// The mailbox pump, started once (from the first endpoint built in a tokio runtime).
+    started: OnceLock<()>,
+    /// Registries of the endpoints' cancellable requests, which a forwarded
+    /// cancellation may name.
+    targets: Mutex<Vec<Weak<InFlight>>>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("bus", &self.bus)
+            .field("me", &self.me)
+            .field("when_down", &self.when_down)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Link {
+    pub(crate) fn new(bus: Arc<dyn Bus>, me: InstanceId, when_down: WhenDown) -> Self {
+        Self {
+            bus,
+            me,
+            when_down,
+            outbox: OnceLock::new(),
+            started: OnceLock::new(),
+            targets: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn bus(&self) -> &Arc<dyn Bus> {
+        &self.bus
+    }
+
+    /// This instance's id (in the ids of the server requests it sends).
+    pub(crate) fn me(&self) -> &InstanceId {
+        &self.me
+    }
+
+    pub(crate) fn is_up(&self) -> bool {
+        *self.bus.state().borrow() == BusState::Up
+    }
+
+    /// A listen stream's feed of changes published on the bus.
+    pub(crate) fn events(&self) -> Subscription<Event> {
+        self.bus.events()
+    }
+
+    /// Publishes a change to every instance's listeners (this one's through the bus too).
+    /// While the bus is down, outside a tokio runtime, or when the outbox is full, the
+    /// change reaches this instance's listeners only.
+    pub(crate) fn publish(&self, change: Event, local: &broadcast::Sender<Event>) {
+        if !self.is_up() || tokio::runtime::Handle::try_current().is_err() {
+            let _ = local.send(change);
+            return;
+        }
+        let outbox = self.outbox.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(OUTBOX);
+            tokio::spawn(publish_pump(Arc::clone(&self.bus), rx, local.clone()));
+            tx
+        });
+        if let Err(e) = outbox.try_send(change) {
+            tracing::warn!(
+                target: "snodo::bus",
+                "bus outbox full: a change reaches this instance's listeners only"
+            );
+            let _ = local.send(e.into_inner());
+        }
+    }
+
+    /// Registers an endpoint's cancellable requests and starts the mailbox pump (once,
+    /// when called within a tokio runtime).
+    pub(crate) fn attach(
+        self: &Arc<Self>,
+        inflight: &Arc<InFlight>,
+        pending: &Arc<PendingRequests>,
+        #[cfg(feature = "metrics")] metrics: Option<crate::metrics::Metrics>,
+    ) {
+        if let Ok(mut t) = self.targets.lock() {
+            t.retain(|w| w.strong_count() > 0);
+            t.push(Arc::downgrade(inflight));
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        self.started.get_or_init(|| {
+            tokio::spawn(mailbox_pump(Arc::downgrade(self), Arc::clone(pending)));
+            tokio::spawn(watch_state(
+                Arc::downgrade(self),
+                #[cfg(feature = "metrics")]
+                metrics,
+            ));
+        });
+    }
+
+    /// Sends a cancellation this instance does not hold to every instance (the one
+    /// running the request cancels it). Returns at once; the send is bounded by the
+    /// bus's deadline.
+    pub(crate) fn forward_cancel(&self, principal: &Principal, id: &RequestId) {
+        let request = cancel_key(principal, id);
+        self.spawn_send(
+            Address::Every,
+            Message::Cancel {
+                request,
+                reason: None,
+            },
+        );
+    }
+
+    /// Forwards an answer to a server request this instance does not hold to the
+    /// instance named in its id; `false` when the id names none (or names this one).
+    pub(crate) fn forward_answer(&self, id: &str, answer: Answer) -> bool {
+        let Some(holder) = holder(id).filter(|h| *h != self.me) else {
+            return false;
+        };
+        let response = match answer {
+            Ok(result) => json!({ "result": result }),
+            Err(error) => json!({ "error": error }),
+        };
+        let message = Message::Answer {
+            request: id.to_owned(),
+            response,
+        };
+        self.spawn_send(Address::Instance(holder), message)
+    }
+
+    fn spawn_send(&self, to: Address, message: Message) -> bool {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return false;
+        }
+        let bus = Arc::clone(&self.bus);
+        tokio::spawn(async move {
+            if let Err(e) = bus.send(to, message).await {
+                tracing::warn!(target: "snodo::bus", error = %e, "could not forward a message on the bus");
+            }
+        });
+        true
+    }
+
+    /// Cancels a forwarded cancellation's request if an endpoint here holds it.
+    fn cancel(&self, key: &str) {
+        let Some((principal, id)) = parse_cancel_key(key) else {
+            return;
+        };
+        let targets: Vec<Arc<InFlight>> = self
+            .targets
+            .lock()
+            .map(|t| t.iter().filter_map(Weak::upgrade).collect())
+            .unwrap_or_default();
+        for inflight in targets {
+            inflight.cancel(&principal, &id);
+        }
+    }
+}
+
+/// The separator between a server request's own id and its instance's id.
+const HOLDER: char = '@';
+
+/// A server request id naming its instance: `ID@INSTANCE`.
+pub(crate) fn with_holder(id: String, me: &InstanceId) -> String {
+    format!("{id}{HOLDER}{me}")
+}
+
+/// The instance a server request id names, if any.
+fn holder(id: &str) -> Option<InstanceId> {
+    InstanceId::new(id.rsplit_once(HOLDER)?.1).ok()
+}
+
+/// The key of a forwarded cancellation: the principal, its scope and the request id.
+fn cancel_key(principal: &Principal, id: &RequestId) -> String {
+    json!([principal.id(), principal.scope(), id]).to_string()
+}
+
+fn parse_cancel_key(key: &str) -> Option<(Principal, RequestId)> {
+    let (id, scope, request): (String, Option<String>, RequestId) =
+        serde_json::from_str(key).ok()?;
+    let principal = Principal::new(id);
+    Some((
+        match scope {
+            Some(s) => principal.with_scope(s),
+            None => principal,
+        },
+        request,
+    ))
+}
+
+/// Publishes the queued changes in order; one the bus refuses reaches this instance's
+/// listeners only.
+async fn publish_pump(
+    bus: Arc<dyn Bus>,
+    mut rx: mpsc::Receiver<Event>,
+    local: broadcast::Sender<Event>,
+) {
+    while let Some(change) = rx.recv().await {
+        if let Err(e) = bus.publish(change.clone()).await {
+            tracing::warn!(target: "snodo::bus", error = %e, "a change reaches this instance's listeners only");
+            let _ = local.send(change);
+        }
+    }
+}
+
+/// Delivers what other instances forward here, until the runtime is gone.
+async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>) {
+    let mut inbox = loop {
+        let Some(l) = link.upgrade() else { return };
+        match l.bus.messages(&l.me).await {
+            Ok(inbox) => break inbox,
+            Err(e) => {
+                tracing::warn!(target: "snodo::bus", error = %e, "cannot open this instance's mailbox; retrying");
+                drop(l);
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    };
+    while let Some(received) = inbox.recv().await {
+        let Some(l) = link.upgrade() else { return };
+        match received {
+            Received::Item(Message::Cancel { request, .. }) => l.cancel(&request),
+            Received::Item(Message::Answer { request, response }) => {
+                let answer = match response {
+                    Value::Object(mut m) => match m.remove("error") {
+                        Some(error) => Err(error),
+                        None => Ok(m.remove("result").unwrap_or_default()),
+                    },
+                    _ => continue,
+                };
+                if !pending.deliver(&request, answer) {
+                    tracing::warn!(target: "snodo::bus", id = %request, "a forwarded answer that no request of this instance waits for");
+                }
+            }
+            // Lost cancellations and answers cannot be asked for again: the requests
+            // they were for time out, as they would without the bus.
+            Received::Lagged(_) | Received::Resync => {}
+        }
+    }
+}
+
+/// Logs and counts the bus going down and coming back.
+async fn watch_state(
+    link: Weak<Link>,
+    #[cfg(feature = "metrics")] metrics: Option<crate::metrics::Metrics>,
+) {
+    let Some(mut state) = link.upgrade().map(|l| l.bus.state()) else {
+        return;
+    };
+    loop {
+        let now = *state.borrow_and_update();
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &metrics {
+            m.bus_state(now == BusState::Up);
+        }
+        match now {
+            BusState::Down => tracing::warn!(
+                target: "snodo::bus",
+                "bus down: this instance serves alone (changes reach its own listeners; rate limits fail as configured)"
+            ),
+            BusState::Up => tracing::info!(target: "snodo::bus", "bus up"),
+        }
+        if state.changed().await.is_err() || link.strong_count() == 0 {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        let p = Principal::new("alice").with_scope("c1");
+        let key = cancel_key(&p, &RequestId::Number(7));
+        assert_eq!(parse_cancel_key(&key), Some((p, RequestId::Number(7))));
+        assert_eq!(parse_cancel_key("[1]"), None);
+        let me = InstanceId::new("web-1.a").unwrap_or_else(|_| InstanceId::random());
+        let id = with_holder("snodo-1-ab".into(), &me);
+        assert_eq!(holder(&id), Some(me));
+        assert_eq!(holder("snodo-1-ab"), None);
+    }
+}

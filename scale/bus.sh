@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# The bus lane (issue 35): three `snodo fixture` instances behind nginx round robin, no
+# affinity, sharing a bus: first PostgreSQL, then Redis, each a throwaway server started
+# by scale/postgres.sh or scale/redis.sh. scale/bus.py drives them through the proxy:
+# a change published on one instance reaching listeners on all three, a 5/min rate
+# limit holding at 5 across them, an initialize-era cancellation and elicitation answer
+# reaching the instance that holds the request, the bus server killed and restarted
+# mid-run with nothing hung and the listeners told.
+#
+#   bash scale/bus.sh            # both buses; SCALE_BUSES="redis" for one
+#
+# Two groups of three instances per bus: 2026-07-28 only (listen streams need it alone)
+# and 2025-11-25 (the initialize era), each group behind its own nginx port. Every process
+# started here listens on 127.0.0.1 and is stopped by PID on exit. Bounded: each bus round
+# under a minute; the client is killed after SCALE_CLIENT_TIMEOUT s (default 120).
+#
+# Environment: SNODO (binary, default target/debug/snodo), SCALE_KEEP_TMP=1 keeps the
+# temp dir (configs and logs).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+SNODO=${SNODO:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/snodo}
+BUSES=${SCALE_BUSES:-postgres redis}
+CLIENT_TIMEOUT=${SCALE_CLIENT_TIMEOUT:-120}
+NAME=bus.sh
+# shellcheck source=scale/lib.sh
+. "$HERE/lib.sh"
+
+command -v python3 >/dev/null || die "python3 is required (standard library only)"
+[[ -x $SNODO ]] || die "$SNODO is missing: cargo build -p snodo-cli"
+NGINX=$(command -v nginx || true)
+[[ -z $NGINX && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
+if [[ -z $NGINX ]]; then
+    note "nginx not found: installing Debian's nginx"
+    install_debian nginx
+    NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/snodo-bus.XXXXXX")
+chmod 755 "$TMP" # nginx workers run as an unprivileged user when started as root
+PIDS=()
+SERVERS=()
+
+stop_all() {
+    local pid i
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do
+        for ((i = 0; i < 240; i++)); do alive "$pid" || break; sleep 0.05; done
+        alive "$pid" && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
+    done
+    PIDS=()
+}
+
+cleanup() {
+    local rc=$? s
+    trap - EXIT
+    trap '' INT TERM
+    stop_all
+    for s in "${SERVERS[@]}"; do bash "$HERE/${s%%:*}.sh" stop "${s#*:}" >/dev/null 2>&1 || true; done
+    if (( rc != 0 )); then
+        for f in "$TMP"/*/*.err "$TMP"/*/error.log; do
+            [[ -s $f ]] || continue
+            printf -- '--- %s (last lines) ---\n' "${f#"$TMP"/}" >&2
+            tail -n 15 "$f" >&2
+        done
+    fi
+    [[ ${SCALE_KEEP_TMP:-} == 1 ]] && note "kept $TMP" || rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_instance() { # DIR NAME PROTOCOLS URL -> prints host:port once it listens
+    local dir=$1 name=$2 port="" i pid
+    : >"$dir/$name.out"
+    RUST_LOG=${RUST_LOG:-info} "$SNODO" fixture --addr 127.0.0.1:0 --protocols "$3" \
+        --bus "$4" --bus-instance "$name" --bus-lane-token lane \
+        >"$dir/$name.out" 2>"$dir/$name.err" &
+    pid=$!
+    PIDS+=("$pid")
+    for ((i = 0; i < 400; i++)); do
+        port=$(sed -n 's#.*http://127\.0\.0\.1:\([0-9][0-9]*\)/mcp.*#\1#p' "$dir/$name.out")
+        [[ -n $port ]] && break
+        alive "$pid" || die "instance $name exited during startup: $(tail -n 5 "$dir/$name.err")"
+        sleep 0.05
+    done
+    [[ -n $port ]] || die "instance $name did not print its address within 20 s"
+    INSTANCE="127.0.0.1:$port"
+}
+
+nginx_conf() { # DIR PORT_MODERN PORT_LEGACY MODERN... -- LEGACY...
+    local dir=$1 pm=$2 pl=$3 a
+    shift 3
+    cat <<CONF
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log notice;
+events { worker_connections 512; }
+http {
+    log_format lane escape=json '{"step":"\$http_x_scale_step","upstream":"\$upstream_addr","status":"\$status"}';
+    access_log $dir/access.log lane;
+    client_body_temp_path $dir/client_body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+CONF
+    printf '    upstream modern {\n'
+    while [[ $1 != -- ]]; do printf '        server %s;\n' "$1"; shift; done
+    shift
+    printf '    }\n    upstream legacy {\n'
+    for a in "$@"; do printf '        server %s;\n' "$a"; done
+    printf '    }\n'
+    for a in "$pm modern" "$pl legacy"; do
+        cat <<CONF
+    server {
+        listen 127.0.0.1:${a% *};
+        keepalive_timeout 0;
+        location = /mcp {
+            proxy_pass http://${a#* };
+            proxy_http_version 1.1;
+            proxy_set_header Connection close;
+            proxy_set_header Host \$host;
+            proxy_buffering off;
+            proxy_read_timeout 120s;
+        }
+    }
+CONF
+    done
+    echo "}"
+}
+
+run_bus() { # postgres|redis
+    local bus=$1 dir="$TMP/$1" url n modern=() legacy=() names="" pm pl npid i
+    mkdir -p "$dir"
+    eval "$(bash "$HERE/$bus.sh" start "$dir/server")"
+    SERVERS+=("$bus:$dir/server")
+    url=$(cat "$dir/server/url")
+    for n in 1 2 3; do start_instance "$dir" "m$n" 2026-07-28 "$url"; modern+=("$INSTANCE"); done
+    for n in 1 2 3; do
+        start_instance "$dir" "l$n" 2025-11-25 "$url"
+        legacy+=("$INSTANCE")
+        names+="${names:+,}$INSTANCE=l$n"
+    done
+    pm=$(free_port); pl=$(free_port)
+    nginx_conf "$dir" "$pm" "$pl" "${modern[@]}" -- "${legacy[@]}" >"$dir/nginx.conf"
+    "$NGINX" -q -t -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx rejected $dir/nginx.conf"
+    "$NGINX" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" -g 'daemon off;' \
+        >"$dir/nginx.out" 2>"$dir/nginx.err" &
+    npid=$!
+    PIDS+=("$npid")
+    for ((i = 0; i < 200; i++)); do
+        (: <"/dev/tcp/127.0.0.1/$pl") 2>/dev/null && break
+        alive "$npid" || die "nginx exited during startup"
+        sleep 0.05
+    done
+    note "$bus at $url; modern ${modern[*]} behind :$pm; legacy ${legacy[*]} behind :$pl"
+    timeout --foreground "$CLIENT_TIMEOUT" python3 "$HERE/bus.py" --name "$bus" \
+        --modern "127.0.0.1:$pm" --legacy "127.0.0.1:$pl" --access-log "$dir/access.log" --instances "$names" \
+        --kill "bash '$HERE/$bus.sh' kill '$dir/server'" \
+        --restart "bash '$HERE/$bus.sh' restart '$dir/server' >/dev/null" \
+        || die "$bus: the client failed (exit $?)"
+    for n in m1 m2 m3 l1 l2 l3; do
+        grep -q 'bus down' "$dir/$n.err" || die "$bus: instance $n did not log the bus going down"
+    done
+    for n in m1 m2 m3; do
+        [[ $(grep -c 'method="subscriptions/listen"' "$dir/$n.err") == 1 ]] \
+            || die "$bus: instance $n did not hold exactly one of the 3 listeners"
+    done
+    note "$bus: one listener on each instance; every instance logged the outage"
+    stop_all
+    bash "$HERE/$bus.sh" stop "$dir/server" >/dev/null 2>&1
+}
+
+say() { printf '%s\n' "$*"; }
+say "snodo bus lane: $("$SNODO" --version), $("$NGINX" -v 2>&1 | sed 's/^nginx version: //')"
+started=$SECONDS
+for bus in $BUSES; do run_bus "$bus"; done
+say "bus lane: passed ($BUSES) in $((SECONDS - started)) s"

@@ -1,0 +1,65 @@
+# What scale/postgres.sh and scale/redis.sh share (sourced, not run): messages, a PID's
+# liveness, a free loopback port, installing a Debian package, and the `stop`, `kill` and
+# `restart` commands around each script's own `launch PORT` (starts the server on PORT in
+# $dir, waits until it answers, writes $dir/pid) and `ready PORT`.
+
+die() { printf '%s: %s\n' "$NAME" "$*" >&2; exit 1; }
+note() { printf '%s: %s\n' "$NAME" "$*" >&2; }
+
+alive() { [[ -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+install_debian() { # $@ = packages
+    (( EUID == 0 )) || die "$1 is missing and this user cannot install it"
+    timeout 300 apt-get update -qq >&2
+    timeout 600 env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+# Signals the server by its PID ($@: signals in order, each given 5 s), until it is gone.
+signal_server() {
+    local pid sig i
+    pid=$(cat "$dir/pid" 2>/dev/null || true)
+    [[ -n $pid ]] && alive "$pid" || return 0
+    for sig in "$@"; do
+        kill -"$sig" "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do alive "$pid" || break; sleep 0.05; done
+        alive "$pid" || return 0
+    done
+}
+
+stop() {
+    [[ -d $dir ]] || return 0
+    signal_server "${STOP_SIGNALS[@]}"
+    rm -rf "$dir"
+}
+
+# kill DIR: the server dies at once (what a crash looks like to its clients); DIR stays.
+kill_server() {
+    [[ -d $dir ]] || die "no server in $dir"
+    signal_server "$KILL_SIGNAL" KILL
+}
+
+# restart DIR: the server killed earlier starts again on the same port.
+restart() {
+    local url port
+    url=$(cat "$dir/url" 2>/dev/null) || die "no server in $dir"
+    port=${url##*:}
+    port=${port%%/*}
+    signal_server "$KILL_SIGNAL" KILL
+    launch "$port"
+    note "restarted on 127.0.0.1:$port (pid $(cat "$dir/pid"))"
+}
+
+dispatch() { # $1 = command
+    case $1 in
+        start) start ;;
+        stop) stop ;;
+        kill) kill_server ;;
+        restart) restart ;;
+        *) die "unknown command $1 (start|stop|kill|restart)" ;;
+    esac
+}
