@@ -66,6 +66,7 @@ pub mod bus;
 mod caller;
 mod engine;
 pub mod http;
+pub mod middleware;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod model;

@@ -124,6 +124,8 @@ pub struct RuntimeBuilder {
     skills: Option<SkillsSource>,
     /// Declared extensions (`capabilities.extensions`).
     extensions: serde_json::Map<String, serde_json::Value>,
+    /// Middleware around every request ([`RuntimeBuilder::layer`]).
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 /// Where the skills come from.
@@ -166,6 +168,7 @@ impl RuntimeBuilder {
             #[cfg(feature = "skills")]
             skills: None,
             extensions: serde_json::Map::new(),
+            layers: crate::middleware::Layers::new(),
         }
     }
 
@@ -490,6 +493,7 @@ impl RuntimeBuilder {
                 extensions,
                 #[cfg(feature = "skills")]
                 skills,
+                layers: self.layers,
             }),
         })
     }

@@ -38,6 +38,8 @@ pub(crate) struct CompiledTool {
     pub(crate) task: Option<crate::tasks::TaskSupport>,
     /// Questions answered before the task is created.
     pub(crate) task_inputs: Vec<(String, super::input::InputRequest)>,
+    /// Middleware around calls of this tool.
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 pub(crate) struct Catalogue {
@@ -54,6 +56,8 @@ pub(crate) struct Catalogue {
     info: Map<String, Value>,
     /// Per enabled dialect, what it publishes: built by the first request that needs it.
     views: Vec<(&'static Dialect, OnceLock<DialectView>)>,
+    /// Whether some component has middleware of its own.
+    layered: bool,
 }
 
 fn to_object(value: impl Serialize) -> Map<String, Value> {
@@ -190,6 +194,7 @@ fn compile_tool(
         enforcer: tool.enforcer,
         task: tool.task,
         task_inputs: tool.task_inputs,
+        layers: tool.layers,
     };
     Ok((compiled, def))
 }
@@ -298,7 +303,11 @@ impl Catalogue {
         let resource_index = index_resources(&resources)?;
         let templates = compile_templates(templates)?;
         warn_hidden(&tools, dialects);
+        let layered = tools.iter().any(|t| !t.layers.is_empty())
+            || prompts.iter().any(|p| !p.layers.is_empty())
+            || resources.iter().any(|r| !r.layers.is_empty());
         Ok(Self {
+            layered,
             tools,
             tool_index,
             prompts,
@@ -380,6 +389,11 @@ impl Catalogue {
 
     pub(crate) fn resource(&self, uri: &str) -> Option<&Resource> {
         self.resource_index.get(uri).map(|&i| &self.resources[i])
+    }
+
+    /// Whether some component has middleware of its own.
+    pub(crate) fn layered(&self) -> bool {
+        self.layered
     }
 
     pub(crate) fn has_tools(&self) -> bool {

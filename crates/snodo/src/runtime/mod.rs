@@ -199,6 +199,11 @@ impl Runtime {
         self.inner.skills.as_ref()
     }
 
+    /// The middleware around every request.
+    pub(crate) fn layers(&self) -> &crate::middleware::Layers {
+        &self.inner.layers
+    }
+
     /// Delivers a client's answer to an initialize-era server-to-client request.
     /// Returns `false` when no request of this process waits for `id`.
     pub(crate) fn deliver_answer(&self, id: &str, answer: pending::Answer) -> bool {
@@ -252,6 +257,8 @@ pub(crate) struct Inner {
     /// The skills served (Skills extension, feature `skills`).
     #[cfg(feature = "skills")]
     skills: Option<Arc<crate::skills::Skills>>,
+    /// Middleware around every request (none: nothing on the path).
+    layers: crate::middleware::Layers,
 }
 
 /// Cache hints per kind of cacheable result.

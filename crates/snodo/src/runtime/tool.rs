@@ -99,6 +99,8 @@ pub struct Tool {
     pub(crate) task: Option<TaskSupport>,
     /// Questions answered synchronously (multi round-trip) before the task is created.
     pub(crate) task_inputs: Vec<(String, InputRequest)>,
+    /// Middleware around calls of this tool ([`Tool::layer`]).
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 impl fmt::Debug for Tool {
@@ -193,6 +195,7 @@ impl Tool {
             policy: Policy::default(),
             task: None,
             task_inputs: Vec::new(),
+            layers: crate::middleware::Layers::new(),
         }
     }
 
