@@ -66,9 +66,9 @@ pub mod bus;
 mod caller;
 mod engine;
 pub mod http;
-pub mod middleware;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod middleware;
 mod model;
 mod observation;
 #[cfg(feature = "otlp")]

@@ -52,7 +52,9 @@ pub struct Layers(Vec<Arc<dyn Erased>>);
 
 impl std::fmt::Debug for Layers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Layers").field("len", &self.0.len()).finish()
+        f.debug_struct("Layers")
+            .field("len", &self.0.len())
+            .finish()
     }
 }
 
@@ -115,9 +117,21 @@ impl Next<'_> {
     /// Progress, log messages and cancellation of the request flow as without layers.
     pub async fn run(self, request: Request<'_>) -> Outcome {
         let (layer, next) = if let Some((first, rest)) = self.outer.split_first() {
-            (first, Next { outer: rest, ..self })
+            (
+                first,
+                Next {
+                    outer: rest,
+                    ..self
+                },
+            )
         } else if let Some((first, rest)) = self.inner.split_first() {
-            (first, Next { inner: rest, ..self })
+            (
+                first,
+                Next {
+                    inner: rest,
+                    ..self
+                },
+            )
         } else {
             let Request { call, ctx } = request;
             let object = self
