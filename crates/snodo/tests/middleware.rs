@@ -158,6 +158,13 @@ async fn http(runtime: Runtime) -> Http {
     Http { addr, _stop: stop }
 }
 
+/// The fixture, served over HTTP.
+async fn served() -> (Fixture, Http) {
+    let f = fixture();
+    let s = http(f.runtime.clone()).await;
+    (f, s)
+}
+
 type Stdio = Lines<tokio::net::unix::OwnedReadHalf, tokio::net::unix::OwnedWriteHalf>;
 
 fn stdio(runtime: Runtime) -> Stdio {
@@ -190,8 +197,7 @@ fn text(result: &Value) -> &str {
 
 #[tokio::test]
 async fn layers_run_in_order_runtime_outside_component() {
-    let f = fixture();
-    let s = http(f.runtime.clone()).await;
+    let (f, s) = served().await;
     let r = call(R2026_07_28, 1, "layered").post(s.addr).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_valid("2026-07-28", "tools/call", &r);
@@ -237,8 +243,7 @@ async fn layers_run_in_order_runtime_outside_component() {
 
 #[tokio::test]
 async fn a_layer_answers_with_a_result_in_the_dialects_envelope() {
-    let f = fixture();
-    let s = http(f.runtime.clone()).await;
+    let (f, s) = served().await;
     for rev in [R2026_07_28, R2025_06_18] {
         let r = call(rev, 1, "shortcut").post(s.addr).await;
         assert_eq!(r.status, 200, "{rev}: {}", r.text());
@@ -260,8 +265,7 @@ async fn a_layer_answers_with_a_result_in_the_dialects_envelope() {
 
 #[tokio::test]
 async fn a_layer_refuses_with_an_error_mapped_like_a_handlers() {
-    let f = fixture();
-    let s = http(f.runtime.clone()).await;
+    let (f, s) = served().await;
     for rev in [R2026_07_28, R2025_06_18] {
         let r = call(rev, 1, "forbidden").post(s.addr).await;
         let e = assert_http_error(&r, rev, "tools/call", &json!(1), -32602);
@@ -278,8 +282,7 @@ async fn a_layer_refuses_with_an_error_mapped_like_a_handlers() {
 
 #[tokio::test]
 async fn a_panicking_layer_fails_its_request_only() {
-    let f = fixture();
-    let s = http(f.runtime.clone()).await;
+    let (f, s) = served().await;
     for rev in [R2026_07_28, R2025_06_18] {
         let r = call(rev, 1, "boom").post(s.addr).await;
         assert_http_error(&r, rev, "tools/call", &json!(1), -32603);
@@ -299,8 +302,7 @@ async fn a_panicking_layer_fails_its_request_only() {
 
 #[tokio::test]
 async fn progress_flows_through_layers() {
-    let f = fixture();
-    let s = http(f.runtime.clone()).await;
+    let (f, s) = served().await;
     let r = call(R2026_07_28, 5, "progress")
         .meta("progressToken", json!("tok"))
         .post(s.addr)
