@@ -68,6 +68,7 @@ mod engine;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod middleware;
 mod model;
 mod observation;
 #[cfg(feature = "otlp")]

@@ -91,6 +91,17 @@ impl Stop {
     }
 }
 
+/// The error a panic in a handler (or a layer) answers, logged with what it said.
+pub(crate) fn panicked(method: Method, panic: &(dyn std::any::Any + Send)) -> RpcError {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(method = ?method, panic = %what, "handler panicked");
+    RpcError::internal("Internal error: the handler failed")
+}
+
 /// The result of an interactive operation.
 pub(crate) type Interactive = Result<Map<String, Value>, Stop>;
 
@@ -145,22 +156,21 @@ impl Router<'_> {
     /// level of this chain is a future nested in the one above it, and what each level
     /// owns is moved (copied) into it when it starts.
     pub(crate) async fn dispatch(self, call: &mut Call, ctx: RequestContext) -> Answer {
+        let layers = self.runtime.layers();
+        if crate::middleware::layered(layers, &call.catalogue) {
+            // Boxed: without layers, this future carries nothing of the layered path.
+            return Box::pin(crate::middleware::dispatch(self, layers, call, ctx)).await;
+        }
         let method = call.method;
         let dialect = call.dialect;
         let run = AssertUnwindSafe(self.route(call, ctx)).catch_unwind();
-        let result = run.await.unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            tracing::error!(method = ?method, panic = %what, "handler panicked");
-            Err(RpcError::internal("Internal error: the handler failed"))
-        })?;
+        let result = run
+            .await
+            .unwrap_or_else(|panic| Err(panicked(method, &*panic)))?;
         Ok(self.finish(&call.catalogue, dialect, method, result))
     }
 
-    async fn route(&self, call: &mut Call, ctx: RequestContext) -> Answer {
+    pub(crate) async fn route(&self, call: &mut Call, ctx: RequestContext) -> Answer {
         use Method as M;
         if !call.dialect.serves(call.method) {
             return Err(RpcError::method_not_found(&call.method_name));

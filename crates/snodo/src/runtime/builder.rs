@@ -129,6 +129,8 @@ pub struct RuntimeBuilder {
     /// The deployment's shared bus, this instance's id on it, and what rate limits do
     /// while it is down (issue 35).
     bus: crate::bus::link::BusConfig,
+    /// Middleware around every request ([`RuntimeBuilder::layer`]).
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 /// An extension's step at [`RuntimeBuilder::build`] (e.g. reading a directory).
@@ -167,6 +169,7 @@ impl RuntimeBuilder {
             bus: crate::bus::link::BusConfig::default(),
             slots: Slots::default(),
             hooks: Vec::new(),
+            layers: crate::middleware::Layers::new(),
         }
     }
 
@@ -498,6 +501,7 @@ impl RuntimeBuilder {
                 extensions: self.extensions,
                 slots: self.slots,
                 bus: link,
+                layers: self.layers,
             }),
         })
     }

@@ -36,6 +36,8 @@ pub(crate) struct CompiledTool {
     pub(crate) enforcer: Option<Arc<super::policy::Enforcer>>,
     /// What extensions attached to the tool.
     pub(crate) slots: super::slots::Slots,
+    /// Middleware around calls of this tool.
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 pub(crate) struct Catalogue {
@@ -52,6 +54,8 @@ pub(crate) struct Catalogue {
     info: Map<String, Value>,
     /// Per enabled dialect, what it publishes: built by the first request that needs it.
     views: Vec<(&'static Dialect, OnceLock<DialectView>)>,
+    /// Whether some component has middleware of its own.
+    layered: bool,
 }
 
 fn to_object(value: impl Serialize) -> Map<String, Value> {
@@ -187,6 +191,7 @@ fn compile_tool(
         param_headers,
         enforcer: tool.enforcer,
         slots: tool.slots,
+        layers: tool.layers,
     };
     Ok((compiled, def))
 }
@@ -295,7 +300,11 @@ impl Catalogue {
         let resource_index = index_resources(&resources)?;
         let templates = compile_templates(templates)?;
         warn_hidden(&tools, dialects);
+        let layered = tools.iter().any(|t| !t.layers.is_empty())
+            || prompts.iter().any(|p| !p.layers.is_empty())
+            || resources.iter().any(|r| !r.layers.is_empty());
         Ok(Self {
+            layered,
             tools,
             tool_index,
             prompts,
@@ -377,6 +386,11 @@ impl Catalogue {
 
     pub(crate) fn resource(&self, uri: &str) -> Option<&Resource> {
         self.resource_index.get(uri).map(|&i| &self.resources[i])
+    }
+
+    /// Whether some component has middleware of its own.
+    pub(crate) fn layered(&self) -> bool {
+        self.layered
     }
 
     pub(crate) fn has_tools(&self) -> bool {

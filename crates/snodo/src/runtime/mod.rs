@@ -143,7 +143,7 @@ impl Runtime {
                 inflight,
                 &self.inner.pending,
                 #[cfg(feature = "metrics")]
-                self.inner.metrics.clone(),
+                self.inner.slots.get::<crate::metrics::Metrics>().cloned(),
             );
         }
     }
@@ -219,6 +219,11 @@ impl Runtime {
         &self.inner.slots
     }
 
+    /// The middleware around every request.
+    pub(crate) fn layers(&self) -> &crate::middleware::Layers {
+        &self.inner.layers
+    }
+
     /// Delivers a client's answer to an initialize-era server-to-client request.
     /// Returns `false` when no request of this process waits for `id`.
     /// With a bus, an answer for a request another instance holds (its id names it) is
@@ -275,6 +280,8 @@ pub(crate) struct Inner {
     slots: slots::Slots,
     /// The deployment's shared bus (issue 35); `None`: this instance alone.
     bus: Option<Arc<crate::bus::link::Link>>,
+    /// Middleware around every request (none: nothing on the path).
+    layers: crate::middleware::Layers,
 }
 
 /// Cache hints per kind of cacheable result.

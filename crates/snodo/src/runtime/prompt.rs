@@ -83,6 +83,8 @@ pub struct Prompt {
     pub(crate) icons: Vec<Icon>,
     pub(crate) handler: Slot<PromptHandler>,
     pub(crate) completer: Slot<Completer>,
+    /// Middleware around gets of this prompt ([`Prompt::layer`]).
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 impl fmt::Debug for Prompt {
@@ -118,6 +120,7 @@ impl Prompt {
             icons: Vec::new(),
             handler: Slot::Empty,
             completer: Slot::Empty,
+            layers: crate::middleware::Layers::new(),
         }
     }
 

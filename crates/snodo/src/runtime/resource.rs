@@ -172,6 +172,8 @@ impl ResourceInfo {
 pub struct Resource {
     pub(crate) info: ResourceInfo,
     pub(crate) reader: Slot<Reader>,
+    /// Middleware around reads of this resource ([`Resource::layer`]).
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 impl fmt::Debug for Resource {
@@ -188,6 +190,7 @@ impl Resource {
         Self {
             info: ResourceInfo::new(uri, name),
             reader: Slot::Empty,
+            layers: crate::middleware::Layers::new(),
         }
     }
 

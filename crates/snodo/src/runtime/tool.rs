@@ -96,6 +96,8 @@ pub struct Tool {
     policy: Policy,
     /// What extensions attached to the tool (e.g. whether calls run as tasks).
     pub(crate) slots: Slots,
+    /// Middleware around calls of this tool ([`Tool::layer`]).
+    pub(crate) layers: crate::middleware::Layers,
 }
 
 impl fmt::Debug for Tool {
@@ -189,6 +191,7 @@ impl Tool {
             enforcer: None,
             policy: Policy::default(),
             slots: Slots::default(),
+            layers: crate::middleware::Layers::new(),
         }
     }
 
