@@ -84,6 +84,17 @@ fn alive(pid: u32) -> bool {
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
+/// Whether `done` holds within 10 s (polled every 100 ms).
+async fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_unprefixed_and_a_backend_namespaced() {
     let Some(ev) = server_everything() else {
@@ -154,24 +165,17 @@ async fn a_stdio_server_unprefixed_and_a_backend_namespaced() {
         .unwrap();
     assert!(status.success());
     let mut exited = None;
-    for _ in 0..100 {
-        if let Some(s) = gw.0.try_wait().unwrap() {
-            exited = Some(s);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let done = eventually(|| {
+        exited = gw.0.try_wait().unwrap();
+        exited.is_some()
+    })
+    .await;
     assert!(
-        exited.is_some_and(|s| s.success()),
+        done && exited.is_some_and(|s| s.success()),
         "the gateway exits on SIGTERM: {exited:?}"
     );
-    for _ in 0..50 {
-        if kids.iter().all(|k| !alive(*k)) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(kids.iter().all(|k| !alive(*k)), "children left: {kids:?}");
+    let reaped = eventually(|| kids.iter().all(|k| !alive(*k))).await;
+    assert!(reaped, "children left: {kids:?}");
 }
 
 #[test]
