@@ -16,6 +16,8 @@ mod client_oauth;
 mod demo;
 mod fixture;
 mod fixture_skills;
+#[cfg(feature = "client")]
+mod gateway;
 mod listen;
 mod logs;
 mod oauth;
@@ -119,6 +121,10 @@ enum Command {
         /// The scenario's server URL.
         url: String,
     },
+    /// Serve MCP servers (a stdio command after `--`, and `--backend`s) behind one
+    /// endpoint at /mcp.
+    #[cfg(feature = "client")]
+    Gateway(gateway::GatewayArgs),
     /// Serve the official conformance fixture.
     Fixture {
         /// Address to listen on: HOST:PORT, or unix:PATH for a Unix socket.
@@ -245,8 +251,8 @@ async fn run(cli: Cli) -> Result<(), String> {
             )
         }
         #[cfg(feature = "client")]
-        Command::Client(_) | Command::ClientConformance { .. } => {
-            return Err("snodo client runs from main".into());
+        Command::Client(_) | Command::ClientConformance { .. } | Command::Gateway(_) => {
+            return Err("snodo client and snodo gateway run from main".into());
         }
         Command::Fixture {
             addr,
@@ -360,6 +366,30 @@ fn main() -> ExitCode {
         let code = rt.block_on(client_conformance::run(url));
         rt.shutdown_timeout(std::time::Duration::from_millis(200));
         return code;
+    }
+    #[cfg(feature = "client")]
+    if let Command::Gateway(args) = cli.command {
+        let mut config = HttpConfig::default();
+        if !cli.allow_hosts.is_empty() {
+            config = config.allow_hosts(cli.allow_hosts);
+        }
+        if cli.any_host {
+            config = config.any_host();
+        }
+        let shared = gateway::Shared {
+            state_key: cli.state_key,
+            config,
+        };
+        let outcome = rt.block_on(gateway::run(args, shared));
+        rt.shutdown_timeout(std::time::Duration::from_millis(500));
+        telemetry.shutdown();
+        return match outcome {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("snodo: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let outcome = rt.block_on(run(cli));
     // Do not wait for a blocked stdin read (stdio mode ended by a signal).

@@ -58,6 +58,8 @@ pub struct McpSource {
     protocol: Protocol,
     timeout: Option<Duration>,
     client: Mutex<Option<Client>>,
+    /// Connections made so far (a reconnection lists again).
+    connections: std::sync::atomic::AtomicU64,
     changes: watch::Sender<u64>,
 }
 
@@ -78,6 +80,7 @@ impl McpSource {
             protocol: Protocol::Auto,
             timeout: None,
             client: Mutex::new(None),
+            connections: std::sync::atomic::AtomicU64::new(0),
             changes: watch::channel(0).0,
         }
     }
@@ -238,8 +241,14 @@ impl McpSource {
             self.spawn_listener(&c);
         }
         *guard = Some(c.clone());
-        // Whatever changed while there was no connection: list again.
-        self.changes.send_modify(|n| *n += 1);
+        // A reconnection: whatever changed while there was no connection, list again.
+        if self
+            .connections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            > 0
+        {
+            self.changes.send_modify(|n| *n += 1);
+        }
         Ok(c)
     }
 

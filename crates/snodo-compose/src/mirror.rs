@@ -262,17 +262,49 @@ fn annotations(def: &Value) -> Option<Annotations> {
         .and_then(|a| serde_json::from_value(a.clone()).ok())
 }
 
-fn resource(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
-    let uri = str_of(def, "uri")?;
-    let t = &fwd.transforms;
-    if !t.admits_uri(uri) {
-        return None;
-    }
-    let front = t.front_uri(uri);
-    let mut r = Resource::new(front.clone(), str_of(def, "name").unwrap_or(uri));
+/// What resources and templates share: their listed details and a reader.
+trait ResourceLike: Sized {
+    fn title(self, t: &str) -> Self;
+    fn description(self, d: &str) -> Self;
+    fn mime_type(self, m: &str) -> Self;
+    fn annotations(self, a: Annotations) -> Self;
+    fn forward_reads(self, fwd: &Arc<Forward>) -> Self;
+}
+
+macro_rules! resource_like {
+    ($t:ty) => {
+        impl ResourceLike for $t {
+            fn title(self, t: &str) -> Self {
+                <$t>::title(self, t)
+            }
+            fn description(self, d: &str) -> Self {
+                <$t>::description(self, d)
+            }
+            fn mime_type(self, m: &str) -> Self {
+                <$t>::mime_type(self, m)
+            }
+            fn annotations(self, a: Annotations) -> Self {
+                <$t>::annotations(self, a)
+            }
+            fn forward_reads(self, fwd: &Arc<Forward>) -> Self {
+                let f = Arc::clone(fwd);
+                self.reader(move |req, ctx| {
+                    let f = Arc::clone(&f);
+                    async move { f.read(req, ctx).await }
+                })
+            }
+        }
+    };
+}
+resource_like!(Resource);
+resource_like!(ResourceTemplate);
+
+/// The backend definition `def` (at backend URI `uri`) on `r`, reads forwarded.
+fn described<R: ResourceLike>(fwd: &Arc<Forward>, def: &Value, uri: &str, mut r: R) -> R {
     if let Some(title) = str_of(def, "title") {
         r = r.title(title);
     }
+    let t = &fwd.transforms;
     if let Some(d) = t.description_of(uri).or_else(|| str_of(def, "description")) {
         r = r.description(d);
     }
@@ -282,42 +314,27 @@ fn resource(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
     if let Some(a) = annotations(def) {
         r = r.annotations(a);
     }
-    let f = Arc::clone(fwd);
-    let r = r.reader(move |req, ctx| {
-        let f = Arc::clone(&f);
-        async move { f.read(req, ctx).await }
-    });
-    Some(Item::Resource(front, r))
+    r.forward_reads(fwd)
+}
+
+fn resource(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
+    let uri = str_of(def, "uri")?;
+    if !fwd.transforms.admits_uri(uri) {
+        return None;
+    }
+    let front = fwd.transforms.front_uri(uri);
+    let r = Resource::new(front.clone(), str_of(def, "name").unwrap_or(uri));
+    Some(Item::Resource(front, described(fwd, def, uri, r)))
 }
 
 fn template(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
     let uri = str_of(def, "uriTemplate")?.to_owned();
-    let t = &fwd.transforms;
-    if !t.admits_uri(&uri) {
+    if !fwd.transforms.admits_uri(&uri) {
         return None;
     }
-    let front = t.front_uri(&uri);
-    let mut r = ResourceTemplate::new(front.clone(), str_of(def, "name").unwrap_or(&uri));
-    if let Some(title) = str_of(def, "title") {
-        r = r.title(title);
-    }
-    if let Some(d) = t
-        .description_of(&uri)
-        .or_else(|| str_of(def, "description"))
-    {
-        r = r.description(d);
-    }
-    if let Some(m) = str_of(def, "mimeType") {
-        r = r.mime_type(m);
-    }
-    if let Some(a) = annotations(def) {
-        r = r.annotations(a);
-    }
-    let f = Arc::clone(fwd);
-    let r = r.reader(move |req, ctx| {
-        let f = Arc::clone(&f);
-        async move { f.read(req, ctx).await }
-    });
+    let front = fwd.transforms.front_uri(&uri);
+    let r = ResourceTemplate::new(front.clone(), str_of(def, "name").unwrap_or(&uri));
+    let r = described(fwd, def, &uri, r);
     let f = Arc::clone(fwd);
     let r = r.completer(move |req, ctx| {
         let (f, r) = (Arc::clone(&f), json!({"type": "ref/resource", "uri": uri}));

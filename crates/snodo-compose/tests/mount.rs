@@ -5,24 +5,16 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::json;
-use snodo_compose::{McpSource, Mount, Status, Transforms};
-use support::{Seen, VERSIONS, backend, client, front, tool_names};
-
-const T: Duration = Duration::from_secs(10);
+use snodo_compose::{Status, Transforms};
+use support::{Seen, VERSIONS, client, front, tool_names};
 
 #[tokio::test]
 async fn a_runtime_mounted_under_a_namespace_beside_a_local_tool() {
     let front = front().build().unwrap();
     let seen = Seen::default();
-    let mount = Mount::new(
-        &front,
-        McpSource::runtime("b", backend("b", &seen)),
-        Transforms::new().namespace("b"),
-    );
-    let status = mount.ready(T).await;
+    let (mount, status) =
+        support::mount(&front, "b", &seen, Transforms::new().namespace("b")).await;
     // 4 tools, 1 prompt, 1 resource, 1 template.
     assert!(
         matches!(status, Status::Up { components: 7, .. }),
@@ -68,12 +60,7 @@ async fn a_runtime_mounted_under_a_namespace_beside_a_local_tool() {
 async fn backend_errors_keep_their_codes_on_every_front_revision() {
     let front = front().build().unwrap();
     let seen = Seen::default();
-    let mount = Mount::new(
-        &front,
-        McpSource::runtime("b", backend("b", &seen)),
-        Transforms::new().namespace("b"),
-    );
-    mount.ready(T).await;
+    let (_mount, _) = support::mount(&front, "b", &seen, Transforms::new().namespace("b")).await;
     for v in VERSIONS {
         let c = client(&front, v).await;
         let err = c.call_tool("b_fail", json!({})).await.err().unwrap();

@@ -22,12 +22,7 @@ const T: Duration = Duration::from_secs(10);
 async fn progress_and_logs_of_a_backend_call_reach_the_front_caller() {
     let front = front().logging().build().unwrap();
     let seen = Seen::default();
-    let mount = Mount::new(
-        &front,
-        McpSource::runtime("b", backend("b", &seen)),
-        Transforms::new().namespace("b"),
-    );
-    mount.ready(T).await;
+    let (_mount, _) = support::mount(&front, "b", &seen, Transforms::new().namespace("b")).await;
     for v in ["2026-07-28", "2025-11-25", "2025-06-18"] {
         let logs = Arc::new(Mutex::new(Vec::new()));
         let l = logs.clone();
@@ -61,12 +56,7 @@ async fn a_front_cancellation_reaches_the_backend() {
     for v in ["2026-07-28", "2025-11-25"] {
         let front = front().build().unwrap();
         let seen = Seen::default();
-        let mount = Mount::new(
-            &front,
-            McpSource::runtime("b", backend("b", &seen)),
-            Transforms::new().namespace("b"),
-        );
-        mount.ready(T).await;
+        let (mount, _) = support::mount(&front, "b", &seen, Transforms::new().namespace("b")).await;
         let c = client(&front, v).await;
         let opts = CallOptions::default().timeout(Duration::from_millis(300));
         let call = c.call_tool_with("b_wait", json!({}), &opts);

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use snodo::{Principal, Refusal, RequestContext, RpcError};
 use snodo_client::Client;
 use snodo_compose::{
-    BoxFuture, Gate, Listing, McpSource, Mount, Source, SourceError, Status, ToolPolicy, Transforms,
+    BoxFuture, Gate, Listing, Mount, Source, SourceError, Status, ToolPolicy, Transforms,
 };
-use support::{Seen, VERSIONS, backend, client, front, tool_names};
+use support::{Seen, VERSIONS, client, front, tool_names};
 use tokio::sync::watch;
 
 const T: Duration = Duration::from_secs(10);
@@ -39,8 +39,7 @@ async fn allow_deny_rename_describe_annotate_and_policy() {
                 ..ToolPolicy::default()
             },
         );
-    let mount = Mount::new(&front, McpSource::runtime("b", backend("b", &seen)), t);
-    mount.ready(T).await;
+    let (_mount, _) = support::mount(&front, "b", &seen, t).await;
     let c = client(&front, "2026-07-28").await;
     assert_eq!(tool_names(&c).await, ["b.slow", "b.wait", "local", "say"]);
     let tools = c.list_tools().await.unwrap();
@@ -71,18 +70,8 @@ async fn allow_deny_rename_describe_annotate_and_policy() {
 async fn one_list_over_two_sources_pages_with_cursors() {
     let front = front().page_size(2).build().unwrap();
     let (s1, s2) = (Seen::default(), Seen::default());
-    let m1 = Mount::new(
-        &front,
-        McpSource::runtime("one", backend("one", &s1)),
-        Transforms::new().namespace("one"),
-    );
-    let m2 = Mount::new(
-        &front,
-        McpSource::runtime("two", backend("two", &s2)),
-        Transforms::new().namespace("two"),
-    );
-    m1.ready(T).await;
-    m2.ready(T).await;
+    let (_m1, _) = support::mount(&front, "one", &s1, Transforms::new().namespace("one")).await;
+    let (_m2, _) = support::mount(&front, "two", &s2, Transforms::new().namespace("two")).await;
     for v in VERSIONS {
         let c = client(&front, v).await;
         let names = tool_names(&c).await;
@@ -111,14 +100,15 @@ async fn visibility_by_scope() {
         .build()
         .unwrap();
     let seen = Seen::default();
-    let mount = Mount::new(
+    let (mount, _) = support::mount(
         &front,
-        McpSource::runtime("b", backend("b", &seen)),
+        "b",
+        &seen,
         Transforms::new()
             .namespace("ops")
             .require_scope(&gate, "admin"),
-    );
-    mount.ready(T).await;
+    )
+    .await;
     use snodo::{Authorizer, Component};
     let admin = Principal::new("a").with_scope("read admin");
     let user = Principal::new("u").with_scope("read");

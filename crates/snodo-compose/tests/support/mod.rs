@@ -14,6 +14,7 @@ use snodo::{
     Runtime, Tool,
 };
 use snodo_client::{Client, Protocol};
+use snodo_compose::{McpSource, Mount, Status, Transforms};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Echo {
@@ -145,3 +146,20 @@ pub async fn tool_names(c: &Client) -> Vec<String> {
 }
 
 pub const VERSIONS: [&str; 4] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Mounts the backend `name` (see [`backend`]) in `front` with `transforms`, and waits
+/// for its first listing.
+pub async fn mount(
+    front: &Runtime,
+    name: &str,
+    seen: &Seen,
+    transforms: Transforms,
+) -> (Mount, Status) {
+    let m = Mount::new(
+        front,
+        McpSource::runtime(name, backend(name, seen)),
+        transforms,
+    );
+    let st = m.ready(Duration::from_secs(10)).await;
+    (m, st)
+}

@@ -270,7 +270,6 @@ impl RuntimeBuilder {
     /// even when the build registers none of a kind: for a runtime whose catalogue is
     /// filled later through [`Runtime::update`](crate::Runtime::update) (e.g. by the
     /// mounts of `snodo-compose`), since capabilities are fixed at build.
-    #[must_use]
     pub fn declare_all_kinds(mut self) -> Self {
         self.declare_all = true;
         self

@@ -1,0 +1,184 @@
+//! `snodo gateway` at the wire with a real stdio server nobody here wrote:
+//! `@modelcontextprotocol/server-everything` (installed by `npm ci` in interop/compose,
+//! or SERVER_EVERYTHING=path/to/dist/index.js), unprefixed after `--` and namespaced
+//! with `--backend`, driven by snodo-client on every revision; SIGTERM stops the
+//! gateway and its children.
+
+#![cfg(feature = "client")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use snodo_client::{Client, Protocol};
+
+fn server_everything() -> Option<PathBuf> {
+    let path = std::env::var_os("SERVER_EVERYTHING").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        },
+        PathBuf::from,
+    );
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "server-everything not found at {} (cd interop/compose && npm ci)",
+        path.display()
+    );
+    eprintln!("skipped: server-everything not installed (cd interop/compose && npm ci)");
+    None
+}
+
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the gateway on a free port; returns it and its URL.
+fn start(args: &[String]) -> (Gateway, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .arg("gateway")
+        .arg("--addr")
+        .arg("127.0.0.1:0")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let gw = Gateway(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    (gw, url)
+}
+
+fn children(pid: u32) -> Vec<u32> {
+    let out = Command::new("pgrep")
+        .arg("-P")
+        .arg(pid.to_string())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    PathBuf::from(format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+/// Whether `done` holds within 10 s (polled every 100 ms).
+async fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_unprefixed_and_a_backend_namespaced() {
+    let Some(ev) = server_everything() else {
+        return;
+    };
+    let ev = ev.display().to_string();
+    let (mut gw, url) = start(&[
+        "--backend".into(),
+        format!("ev=stdio:node {ev} stdio"),
+        "--".into(),
+        "node".into(),
+        ev.clone(),
+        "stdio".into(),
+    ]);
+    for v in ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"] {
+        let c = Client::builder("gw-test", "1")
+            .protocol(Protocol::Pinned(v.into()))
+            .connect_http(&url)
+            .await
+            .unwrap();
+        let names: Vec<String> = c
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(names.contains(&"echo".to_owned()), "{v}: {names:?}");
+        assert!(names.contains(&"ev_echo".to_owned()), "{v}: {names:?}");
+        for tool in ["echo", "ev_echo"] {
+            let r = c.call_tool(tool, json!({"message": "hi"})).await.unwrap();
+            assert_eq!(r.text(), "Echo: hi", "{v} {tool}");
+        }
+        // The namespaced URI and the unprefixed one reach the same kind of resource.
+        for uri in [
+            "demo://ev/resource/dynamic/text/1",
+            "demo://resource/dynamic/text/1",
+        ] {
+            let r = c.read_resource(uri).await.unwrap();
+            let text = r.contents[0].text.as_deref().unwrap_or("");
+            assert!(text.contains("Resource 1"), "{v} {uri}: {text}");
+        }
+        c.close().await;
+    }
+    // SIGTERM: the gateway exits and its two children with it.
+    let pid = gw.0.id();
+    let kids = children(pid);
+    assert_eq!(kids.len(), 2, "two stdio children: {kids:?}");
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut exited = None;
+    let done = eventually(|| {
+        exited = gw.0.try_wait().unwrap();
+        exited.is_some()
+    })
+    .await;
+    assert!(
+        done && exited.is_some_and(|s| s.success()),
+        "the gateway exits on SIGTERM: {exited:?}"
+    );
+    let reaped = eventually(|| kids.iter().all(|k| !alive(*k))).await;
+    assert!(reaped, "children left: {kids:?}");
+}
+
+#[test]
+fn nothing_to_serve_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["gateway", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing to serve"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["gateway", "--backend", "x=ftp://nowhere"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("http://"),
+        "names the forms"
+    );
+}
