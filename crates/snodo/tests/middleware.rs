@@ -399,3 +399,53 @@ async fn layers_see_tasks_mode_calls_and_task_operations() {
     assert!(log.contains(&format!("tasks/get {id}")), "{log:?}");
     assert_eq!(log.last().map(String::as_str), Some("tools/call closed"));
 }
+
+#[tokio::test]
+async fn cancellation_reaches_a_handler_behind_a_layer() {
+    let log = Log::default();
+    let (seen_tx, seen_rx) = oneshot::channel::<()>();
+    let seen = Arc::new(Mutex::new(Some(seen_tx)));
+    let runtime = Runtime::builder("middleware-cancel", "1.0.0")
+        .layer(Trace {
+            name: "a",
+            log: Arc::clone(&log),
+        })
+        .tool(
+            Tool::new("wait")
+                .description("waits until cancelled")
+                .layer(Trace {
+                    name: "w",
+                    log: Arc::clone(&log),
+                })
+                .handler(move |_: NoArguments, ctx: snodo::RequestContext| {
+                    let seen = Arc::clone(&seen);
+                    async move {
+                        ctx.cancellation().cancelled().await;
+                        if let Some(tx) = seen.lock().unwrap().take() {
+                            let _ = tx.send(());
+                        }
+                        ToolResult::text("cancelled")
+                    }
+                }),
+        )
+        .build()
+        .unwrap();
+    let mut lines = stdio(runtime);
+    lines.request(&call(R2026_07_28, 7, "wait")).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    lines
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}))
+        .await;
+    tokio::time::timeout(Duration::from_secs(5), seen_rx)
+        .await
+        .expect("the handler saw the cancellation")
+        .unwrap();
+    // The layers saw the call on its way in.
+    assert_eq!(
+        log.lock().unwrap()[..2],
+        ["a>tools/call:wait", "w>tools/call:wait"]
+    );
+    // The server goes on.
+    let m = over_stdio(&mut lines, &R2026_07_28.request("ping").id(8)).await;
+    assert_eq!(m["id"], 8, "{m}");
+}
