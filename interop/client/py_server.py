@@ -30,6 +30,12 @@ def echo(text: str) -> str:
     return f"echo: {text}"
 
 
+@mcp.tool()
+def repeat(text: str, times: int) -> str:
+    """Repeats its text."""
+    return text * times
+
+
 @mcp.resource("note://greeting", mime_type="text/plain")
 def greeting() -> str:
     """A greeting."""

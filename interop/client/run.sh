@@ -8,7 +8,8 @@
 #   - the rmcp 3.11 bench server of ../shared/tools/bench/rmcp-server (built with cargo,
 #     about 3 minutes on 2 cores the first time), stateless JSON and sessions + SSE.
 # For each server and protocol (auto and every version the server speaks): tools/list,
-# tools/call, resources/list + resources/read and prompts/get (rmcp: tools only; it serves
+# tools/call (and `call k=v` typed by the tool's schema: text=5 a string, times=2 an
+# integer), resources/list + resources/read and prompts/get (rmcp: tools only; it serves
 # no resources or prompts, and resources/list must be a JSON-RPC error with exit 1).
 # One line per check, ends with "N passed, M failed"; exit 0 iff M == 0, 2 on setup errors.
 #
@@ -133,6 +134,9 @@ full() {
     local name="$1" p="$2"; shift 2
     check "$name $p tools/list" "r.tools.some((t) => t.name === 'echo')" "$@" --protocol "$p" tools/list
     check "$name $p tools/call" "r.content[0].text.includes('hi') && !r.isError" "$@" --protocol "$p" call echo text=hi
+    # k=v typed by the tool's schema: 5 stays the string text asks for, 2 the integer times asks for.
+    check "$name $p call echo text=5 (a string)" "r.content[0].text.endsWith(' 5') && !r.isError" "$@" --protocol "$p" call echo text=5
+    check "$name $p call repeat times=2 (an integer)" "r.content[0].text === 'abab' && !r.isError" "$@" --protocol "$p" call repeat text=ab times=2
     check "$name $p resources/list" "r.resources.some((x) => x.uri === 'note://greeting')" "$@" --protocol "$p" resources/list
     check "$name $p resources/read" "r.contents[0].text.startsWith('hello from')" "$@" --protocol "$p" resources/read '{"uri":"note://greeting"}'
     check "$name $p prompts/get" "r.messages[0].content.text === 'Hello, snodo!'" "$@" --protocol "$p" prompts/get '{"name":"greet","arguments":{"who":"snodo"}}'
@@ -142,6 +146,7 @@ tools_only() {
     local name="$1" p="$2"; shift 2
     check "$name $p tools/list" "r.tools.some((t) => t.name === 'echo')" "$@" --protocol "$p" tools/list
     check "$name $p tools/call" "r.content[0].text === 'hi' && !r.isError" "$@" --protocol "$p" call echo text=hi
+    check "$name $p call echo text=5 (a string)" "r.content[0].text === '5' && !r.isError" "$@" --protocol "$p" call echo text=5
     check_error "$name $p resources/list (not served)" -32601 "$@" --protocol "$p" resources/list
 }
 # modern NAME server-args...: auto picks 2026-07-28 (server/discover answers)

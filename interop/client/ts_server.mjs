@@ -16,6 +16,11 @@ function factory() {
     { description: 'Echoes its text', inputSchema: z.object({ text: z.string() }) },
     async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] })
   );
+  server.registerTool(
+    'repeat',
+    { description: 'Repeats its text', inputSchema: z.object({ text: z.string(), times: z.number().int() }) },
+    async ({ text, times }) => ({ content: [{ type: 'text', text: text.repeat(times) }] })
+  );
   server.registerResource('greeting', 'note://greeting', { mimeType: 'text/plain' }, async (uri) => ({
     contents: [{ uri: uri.href, text: 'hello from TypeScript' }]
   }));

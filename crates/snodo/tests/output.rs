@@ -345,7 +345,7 @@ async fn an_sse_stream_running_when_the_drain_ends_ends_with_a_final_error() {
     let r = parse(&raw);
     let events = r.events();
     let last = events.last().unwrap();
-    let error = assert_error(&last, &json!(7), -32603);
+    let error = assert_error(last, &json!(7), -32603);
     assert_says(&error, "shutting down");
 }
 
