@@ -4,16 +4,17 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures_util::FutureExt as _;
 
 use super::{Middleware, Outcome, Reply, Request};
 use crate::protocol::Method;
+use crate::protocol::RpcError;
 use crate::router::{Answer, Call, Router};
 use crate::runtime::catalogue::Catalogue;
 use crate::runtime::context::RequestContext;
-use crate::runtime::error::HandlerError;
+use crate::runtime::error::{ErrorAnswer, HandlerError};
 
 type BoxFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
 
@@ -102,6 +103,9 @@ pub struct Next<'a> {
     /// Then the addressed component's.
     inner: &'a [Arc<dyn Erased>],
     router: Router<'a>,
+    /// An authorizer's challenge the router answered, kept whole for the transport
+    /// (a layer sees its wire error).
+    challenge: &'a OnceLock<ErrorAnswer>,
 }
 
 impl std::fmt::Debug for Next<'_> {
@@ -134,11 +138,16 @@ impl Next<'_> {
             )
         } else {
             let Request { call, ctx } = request;
-            let object = self
-                .router
-                .route(call, ctx)
-                .await
-                .map_err(HandlerError::Protocol)?;
+            let object = match self.router.route(call, ctx).await {
+                Ok(object) => object,
+                Err(answer) => {
+                    let error = RpcError::clone(&answer);
+                    if answer.rejection().is_some() {
+                        let _ = self.challenge.set(answer);
+                    }
+                    return Err(HandlerError::Protocol(error));
+                }
+            };
             let object = self
                 .router
                 .finish(&call.catalogue, call.dialect, call.method, object);
@@ -181,15 +190,26 @@ pub(crate) async fn dispatch(
 ) -> Answer {
     let catalogue = Arc::clone(&call.catalogue);
     let (dialect, method) = (call.dialect, call.method);
+    let challenge = OnceLock::new();
     let next = Next {
         outer: &runtime.0,
         inner: component_layers(&catalogue, call),
         router,
+        challenge: &challenge,
     };
     let run = AssertUnwindSafe(next.run(Request { call, ctx })).catch_unwind();
-    let reply = run
+    let outcome = run
         .await
-        .map_err(|panic| crate::router::panicked(method, &*panic))?
-        .map_err(HandlerError::into_rpc_error)?;
-    Ok(reply.finish(router, &catalogue, (dialect, method)))
+        .map_err(|panic| crate::router::panicked(method, &*panic))?;
+    match outcome {
+        Ok(reply) => Ok(reply.finish(router, &catalogue, (dialect, method))),
+        Err(e) => {
+            let error = e.into_rpc_error();
+            // A challenge a layer passed on unchanged stays a challenge (401/403 on HTTP).
+            match challenge.into_inner() {
+                Some(answer) if *answer == error => Err(answer),
+                _ => Err(error.into()),
+            }
+        }
+    }
 }

@@ -2,12 +2,9 @@
 //! travels with is the HTTP transport's to decide (`http/status.rs`).
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-
-use crate::caller::AuthRejection;
 
 /// A JSON-RPC error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -42,9 +39,6 @@ pub struct RpcError {
     code: ErrorCode,
     message: Cow<'static, str>,
     data: Option<Value>,
-    /// A refusal the transport answers itself, on every dialect (an authorizer's
-    /// challenge, e.g. a step-up 403).
-    rejection: Option<Arc<AuthRejection>>,
 }
 
 /// The serialisable `error` member of a response.
@@ -63,21 +57,7 @@ impl RpcError {
             code,
             message: message.into(),
             data: None,
-            rejection: None,
         }
-    }
-
-    /// An authorizer's refusal: over HTTP the rejection's status and challenge, on
-    /// every dialect; elsewhere an `-32600` error with the same message.
-    pub(crate) fn rejected(rejection: AuthRejection) -> Self {
-        let mut e = Self::new(ErrorCode::INVALID_REQUEST, "Forbidden");
-        e.rejection = Some(Arc::new(rejection));
-        e
-    }
-
-    /// The refusal the transport answers itself, if this error is one.
-    pub(crate) fn rejection(&self) -> Option<&AuthRejection> {
-        self.rejection.as_deref()
     }
 
     /// Attaches `data`.

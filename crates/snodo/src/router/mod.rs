@@ -27,7 +27,7 @@ use crate::runtime::Runtime;
 use crate::runtime::catalogue::Catalogue;
 use crate::runtime::context::RequestContext;
 use crate::runtime::envelopes::ResultType;
-use crate::runtime::error::HandlerError;
+use crate::runtime::error::{ErrorAnswer, HandlerError};
 use crate::runtime::input::InputRequired;
 
 /// A request that passed admission: everything the router needs, owned.
@@ -61,20 +61,26 @@ impl std::fmt::Debug for Call {
 pub(crate) type Output = Result<Map<String, Value>, RpcError>;
 
 /// A finished answer: a result object (with pre-serialised members) or an error.
-pub(crate) type Answer = Result<ResultObject, RpcError>;
+pub(crate) type Answer = Result<ResultObject, ErrorAnswer>;
 
 /// Why an interactive operation (tools/call, prompts/get, resources/read) stopped
 /// without a result.
 #[derive(Debug)]
 pub(crate) enum Stop {
-    /// A JSON-RPC error.
-    Error(RpcError),
+    /// A JSON-RPC error (or an authorizer's challenge).
+    Error(ErrorAnswer),
     /// The handler needs input from the client.
     Input(InputRequired),
 }
 
 impl From<RpcError> for Stop {
     fn from(e: RpcError) -> Self {
+        Self::Error(e.into())
+    }
+}
+
+impl From<ErrorAnswer> for Stop {
+    fn from(e: ErrorAnswer) -> Self {
         Self::Error(e)
     }
 }
@@ -83,9 +89,9 @@ impl Stop {
     /// Maps a handler error; `failed` says what an execution failure becomes.
     pub(crate) fn from_handler(e: HandlerError, not_found: impl FnOnce() -> RpcError) -> Self {
         match e {
-            HandlerError::Failed(msg) => Self::Error(RpcError::internal(msg)),
-            HandlerError::NotFound => Self::Error(not_found()),
-            HandlerError::Protocol(e) => Self::Error(e),
+            HandlerError::Failed(msg) => RpcError::internal(msg).into(),
+            HandlerError::NotFound => not_found().into(),
+            HandlerError::Protocol(e) => e.into(),
             HandlerError::InputRequired(i) => Self::Input(i),
         }
     }
@@ -119,7 +125,7 @@ impl Router<'_> {
         false
     }
 
-    fn skills_method(&self, call: &Call, _ctx: &RequestContext) -> Answer {
+    fn skills_method(&self, call: &Call, _ctx: &RequestContext) -> Result<ResultObject, RpcError> {
         Err(RpcError::method_not_found(&call.method_name))
     }
 }
@@ -166,14 +172,14 @@ impl Router<'_> {
         let run = AssertUnwindSafe(self.route(call, ctx)).catch_unwind();
         let result = run
             .await
-            .unwrap_or_else(|panic| Err(panicked(method, &*panic)))?;
+            .unwrap_or_else(|panic| Err(panicked(method, &*panic).into()))?;
         Ok(self.finish(&call.catalogue, dialect, method, result))
     }
 
     pub(crate) async fn route(&self, call: &mut Call, ctx: RequestContext) -> Answer {
         use Method as M;
         if !call.dialect.serves(call.method) {
-            return Err(RpcError::method_not_found(&call.method_name));
+            return Err(RpcError::method_not_found(&call.method_name).into());
         }
         let caps = self.runtime.capabilities();
         let enabled = match call.method {
@@ -186,7 +192,7 @@ impl Router<'_> {
             _ => true,
         };
         if !enabled {
-            return Err(RpcError::method_not_found(&call.method_name));
+            return Err(RpcError::method_not_found(&call.method_name).into());
         }
         if matches!(call.method, M::ToolsCall | M::PromptsGet | M::ResourcesRead) {
             return self.interactive(call, ctx).await;
@@ -195,12 +201,12 @@ impl Router<'_> {
             return self.task_op(call, &ctx).await;
         }
         match call.method {
-            M::Initialize => self.initialize(call).map(Into::into),
+            M::Initialize => Ok(self.initialize(call)?.into()),
             M::Ping => Ok(ResultObject::default()),
-            M::LoggingSetLevel => ops::set_level(&call.params).map(Into::into),
+            M::LoggingSetLevel => Ok(ops::set_level(&call.params)?.into()),
             M::Discover => Ok(self.discover(call).into()),
             M::SkillsList | M::SkillsGet | M::ResourcesDirectoryRead => {
-                self.skills_method(call, &ctx)
+                Ok(self.skills_method(call, &ctx)?)
             }
             M::ToolsList => self.list_tools(call, &ctx),
             M::PromptsList => self.list_prompts(call, &ctx),
@@ -218,7 +224,7 @@ impl Router<'_> {
             | M::TasksGet
             | M::TasksUpdate
             | M::TasksCancel
-            | M::Unknown => Err(RpcError::method_not_found(&call.method_name)),
+            | M::Unknown => Err(RpcError::method_not_found(&call.method_name).into()),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::protocol::method_params::{MethodParams, Reference, string_map};
 use crate::runtime::authz::Component;
 use crate::runtime::completion::{CompletionRequest, MAX_COMPLETION_VALUES};
 use crate::runtime::context::RequestContext;
+use crate::runtime::error::ErrorAnswer;
 use crate::runtime::resource::ReadRequest;
 
 pub(super) fn set_level(params: &MethodParams) -> Output {
@@ -123,10 +124,14 @@ impl Router<'_> {
         }
     }
 
-    pub(super) async fn complete(&self, call: &mut Call, ctx: RequestContext) -> Output {
+    pub(super) async fn complete(
+        &self,
+        call: &mut Call,
+        ctx: RequestContext,
+    ) -> Result<Map<String, Value>, ErrorAnswer> {
         let p = match std::mem::replace(&mut call.params, MethodParams::None) {
             MethodParams::Complete(p) => p,
-            other => return Err(other.refusal()),
+            other => return Err(other.refusal().into()),
         };
         let catalogue = &call.catalogue;
         let completer = match &p.reference {
@@ -139,7 +144,8 @@ impl Router<'_> {
                     return Err(RpcError::invalid_params(format!(
                         "Prompt {name} has no argument {}",
                         p.argument
-                    )));
+                    ))
+                    .into());
                 }
                 prompt.completer.get().cloned()
             }
@@ -175,9 +181,9 @@ impl Router<'_> {
         };
         let total = values.len();
         values.truncate(MAX_COMPLETION_VALUES);
-        to_map(
+        Ok(to_map(
             "completion",
             json!({ "values": values, "total": total, "hasMore": total > MAX_COMPLETION_VALUES }),
-        )
+        )?)
     }
 }

@@ -18,7 +18,8 @@ impl Router<'_> {
         if !stateless && call.params.interactive()?.rounds.present() {
             return Err(RpcError::invalid_params(
                 "Tasks and multi-round-trip inputs are not supported",
-            ));
+            )
+            .into());
         }
         let principal = ctx.principal().cloned();
         // The scope is only formatted when a requestState is opened or sealed.
@@ -50,7 +51,8 @@ impl Router<'_> {
                 .into()),
             Err(Stop::Input(_)) => Err(RpcError::internal(
                 "The handler asked for input in a way this protocol version cannot carry",
-            )),
+            )
+            .into()),
         }
     }
 

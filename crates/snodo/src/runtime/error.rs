@@ -2,9 +2,52 @@
 //! completer) returns when it does not produce its normal result.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::input::InputRequired;
-use crate::protocol::RpcError;
+use crate::caller::AuthRejection;
+use crate::protocol::{ErrorCode, RpcError};
+
+/// An error answer: the wire error, and the authorizer's challenge when it is one (HTTP
+/// answers the challenge itself, with its status and `WWW-Authenticate`, on every
+/// dialect; stdio writes the error in band). Reads as the [`RpcError`] it carries.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ErrorAnswer {
+    error: RpcError,
+    challenge: Option<Arc<AuthRejection>>,
+}
+
+impl ErrorAnswer {
+    /// An authorizer's challenge: in band, an `-32600` error with the same message.
+    pub(crate) fn challenge(rejection: AuthRejection) -> Self {
+        Self {
+            error: RpcError::new(ErrorCode::INVALID_REQUEST, "Forbidden"),
+            challenge: Some(Arc::new(rejection)),
+        }
+    }
+
+    /// The challenge the transport answers itself, if this is one.
+    pub(crate) fn rejection(&self) -> Option<&AuthRejection> {
+        self.challenge.as_deref()
+    }
+}
+
+impl std::ops::Deref for ErrorAnswer {
+    type Target = RpcError;
+
+    fn deref(&self) -> &RpcError {
+        &self.error
+    }
+}
+
+impl From<RpcError> for ErrorAnswer {
+    fn from(error: RpcError) -> Self {
+        Self {
+            error,
+            challenge: None,
+        }
+    }
+}
 
 /// Why a handler did not produce a normal result.
 #[derive(Debug)]

@@ -168,12 +168,12 @@ impl Runtime {
         principal: Option<&context::Principal>,
         components: &[authz::Component<'_>],
         concealed: impl FnOnce() -> crate::protocol::RpcError,
-    ) -> Result<(), crate::protocol::RpcError> {
+    ) -> Result<(), error::ErrorAnswer> {
         let Some((authorizer, refusal)) = self.inner.authorizer.as_ref() else {
             return Ok(());
         };
         if let Some(r) = authorizer.challenge(principal, components) {
-            return Err(crate::protocol::RpcError::rejected(r));
+            return Err(error::ErrorAnswer::challenge(r));
         }
         if components.iter().all(|c| authorizer.allows(principal, *c)) {
             return Ok(());
@@ -181,7 +181,8 @@ impl Runtime {
         Err(match refusal {
             authz::Refusal::Error(e) => e.clone(),
             authz::Refusal::Conceal => concealed(),
-        })
+        }
+        .into())
     }
 
     /// The server's `instructions`, if any.

@@ -123,7 +123,7 @@ impl Router<'_> {
     /// that declares the extension.
     pub(crate) async fn task_op(&self, call: &Call, ctx: &RequestContext) -> Answer {
         if !declared(ctx.client_capabilities()) {
-            return Err(wire::missing_extension());
+            return Err(wire::missing_extension().into());
         }
         let params = call.params.task()?;
         let id = params.task_id.as_str();
@@ -137,7 +137,7 @@ impl Router<'_> {
                 let record = store.get(id, &owner).await.map_err(unavailable)?;
                 return record
                     .map(|r| ResultObject::from(wire::detailed(&r)))
-                    .ok_or_else(wire::not_found);
+                    .ok_or_else(|| wire::not_found().into());
             }
             Method::TasksUpdate => {
                 let responses = params.input_responses.clone();
@@ -154,7 +154,7 @@ impl Router<'_> {
         if known {
             Ok(ResultObject::default())
         } else {
-            Err(wire::not_found())
+            Err(wire::not_found().into())
         }
     }
 }
