@@ -23,6 +23,7 @@
 pub mod errors;
 pub mod http;
 mod lines;
+pub mod process;
 pub mod request;
 mod revision;
 pub mod schema;
