@@ -4,6 +4,7 @@
 # tools/list (2026-07-28), and the ratios the issue targets.
 #
 # Usage: bench/h2.sh        Knobs: DURATION [8] s, STREAMS [100], CONNS [32],
+#                           CELLS ["snodo-h2 snodo-h1 floor-h2 floor-h1"],
 #                           SNODO_BIN [target/release/snodo], BASELINES [/tmp/snodo-bench-baselines],
 #                           KIT [/work/shared/tools/bench or ../shared/tools/bench]
 #
@@ -27,6 +28,7 @@ SNODO=${SNODO_BIN:-$REPO/target/release/snodo}
 BASELINES=${BASELINES:-/tmp/snodo-bench-baselines}
 KIT=${KIT:-$( [ -d /work/shared/tools/bench ] && echo /work/shared/tools/bench || echo "$REPO/../shared/tools/bench")}
 HZ=$(getconf CLK_TCK)
+CELLS=${CELLS:-snodo-h2 snodo-h1 floor-h2 floor-h1}
 
 die() { echo "h2.sh: $*" >&2; exit 2; }
 for t in h2load taskset curl; do command -v $t >/dev/null || die "$t not found (apt-get install -y nghttp2-client util-linux curl)"; done
@@ -35,13 +37,13 @@ for t in h2load taskset curl; do command -v $t >/dev/null || die "$t not found (
 # --- the floors: the kit's floor server, and a copy patched to HTTP/2 -------------------
 FLOOR_H1="$BASELINES/floor-server/target/release/mcp-floor"
 FLOOR_H2="$BASELINES/floor-h2/target/release/mcp-floor"
-if [ ! -x "$FLOOR_H1" ]; then
+if [[ " $CELLS " == *" floor-h1 "* && ! -x $FLOOR_H1 ]]; then
   [ -d "$KIT/floor-server" ] || die "shared kit not found at $KIT"
   mkdir -p "$BASELINES"; rm -rf "$BASELINES/floor-server"
   cp -r "$KIT/floor-server" "$BASELINES/floor-server" && rm -rf "$BASELINES/floor-server/target"
   (cd "$BASELINES/floor-server" && env -u CARGO_TARGET_DIR cargo build --release -q --bin mcp-floor)
 fi
-if [ ! -x "$FLOOR_H2" ]; then
+if [[ " $CELLS " == *" floor-h2 "* && ! -x $FLOOR_H2 ]]; then
   rm -rf "$BASELINES/floor-h2"
   cp -r "$KIT/floor-server" "$BASELINES/floor-h2" && rm -rf "$BASELINES/floor-h2/target"
   sed -i 's/^hyper = { version = "1", features = \["server", "http1"\] }/hyper = { version = "1", features = ["server", "http1", "http2"] }/' "$BASELINES/floor-h2/Cargo.toml"
@@ -101,7 +103,7 @@ run_cell() { # name port method -> prints a table row
 
 printf '| server | method | req/s | server CPU s | req per server CPU-s | 2xx |\n|---|---|---:|---:|---:|---:|\n'
 port=8990
-for name in snodo-h2 snodo-h1 floor-h2 floor-h1; do
+for name in $CELLS; do
   port=$((port + 1))
   start "$name" "$port"
   for method in tools/call tools/list; do run_cell "$name" "$port" "$method"; done

@@ -11,12 +11,12 @@
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+use snodo_testkit::process::ok_json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_snodo");
 
@@ -100,10 +100,7 @@ impl Fixture {
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = snodo_testkit::process::banner(&mut child);
         let port = line
             .split_whitespace()
             .find_map(|w| {
@@ -205,16 +202,6 @@ fn curl(flags: &[String]) -> (String, u16, String) {
         code.parse().unwrap_or(0),
         body.to_owned(),
     )
-}
-
-fn ok_json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

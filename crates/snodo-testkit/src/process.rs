@@ -88,6 +88,15 @@ pub fn lines_of(stdout: ChildStdout) -> mpsc::Receiver<String> {
     lines
 }
 
+/// The first line `child` prints on its (piped) stdout: the banner naming the address.
+pub fn banner(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout is piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
 /// Asserts that a finished command succeeded and returns its stdout as JSON.
 pub fn ok_json(out: &Output) -> Value {
     assert!(

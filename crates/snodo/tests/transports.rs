@@ -347,6 +347,16 @@ async fn tls_reload_keeps_connections_and_refuses_a_bad_pair() {
     assert_eq!(r.status, 200);
 }
 
+/// A server bound to the socket at `path` (not run).
+fn bind_unix(path: &std::path::Path) -> Result<Server, snodo::http::ServeError> {
+    Server::bind_unix(
+        builder(&MODERN).build().unwrap(),
+        path,
+        None,
+        HttpConfig::default(),
+    )
+}
+
 #[tokio::test]
 async fn a_stale_socket_is_replaced_and_a_live_one_refused() {
     let s = start(Transport::Unix, HttpConfig::default()).await;
@@ -354,13 +364,7 @@ async fn a_stale_socket_is_replaced_and_a_live_one_refused() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    let live = Server::bind_unix(
-        builder(&MODERN).build().unwrap(),
-        &path,
-        None,
-        HttpConfig::default(),
-    )
-    .expect_err("someone listens there");
+    let live = bind_unix(&path).expect_err("someone listens there");
     assert!(
         live.to_string().contains("another server is listening"),
         "{live}"
@@ -369,25 +373,13 @@ async fn a_stale_socket_is_replaced_and_a_live_one_refused() {
     let stale = s.dir.path().join("stale.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
     assert!(stale.exists());
-    let server = Server::bind_unix(
-        builder(&MODERN).build().unwrap(),
-        &stale,
-        None,
-        HttpConfig::default(),
-    )
-    .expect("a stale socket file is replaced");
+    let server = bind_unix(&stale).expect("a stale socket file is replaced");
     drop(server);
     assert!(!stale.exists(), "removed when the server is dropped");
     // Not a socket: refused, left alone.
     let file = s.dir.path().join("file");
     std::fs::write(&file, b"x").unwrap();
-    let err = Server::bind_unix(
-        builder(&MODERN).build().unwrap(),
-        &file,
-        None,
-        HttpConfig::default(),
-    )
-    .expect_err("not a socket");
+    let err = bind_unix(&file).expect_err("not a socket");
     assert!(err.to_string().contains("not a socket"), "{err}");
     assert!(file.exists());
 }

@@ -190,6 +190,8 @@ where
             },
             () = &mut shutdown => break,
         };
+        // (Without the `tls` feature the acceptor is `Option<Infallible>`, which is Copy.)
+        #[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
         let connection = Connection {
             stream,
             permit,

@@ -242,7 +242,7 @@ impl Server {
                 conn::answered(resp, answering)
             }
         };
-        let tls = self.tls.clone();
+        let tls = self.tls;
         let open = match self.listener {
             Bound::Tcp(l) => conn::accept(l, limits, tls, handler, shutdown).await,
             #[cfg(unix)]
