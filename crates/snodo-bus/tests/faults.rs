@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snodo::bus::Bus;
-use snodo_bus::{PgBus, PgBusOptions, RedisBus, RedisBusOptions};
+use snodo_bus::{PgBusOptions, RedisBusOptions};
 use support::{Outage, Proxy, outage, via};
 use tokio::process::{Child, Command};
 
@@ -28,11 +28,7 @@ async fn pg(url: &str) -> Arc<dyn Bus> {
         heartbeat: HEARTBEAT,
         ..PgBusOptions::default()
     };
-    Arc::new(
-        PgBus::connect(url, options)
-            .await
-            .unwrap_or_else(|e| panic!("connect {url}: {e}")),
-    )
+    support::pg_bus(url, options).await
 }
 
 async fn redis(url: &str) -> Arc<dyn Bus> {
@@ -42,11 +38,7 @@ async fn redis(url: &str) -> Arc<dyn Bus> {
         heartbeat: HEARTBEAT,
         ..RedisBusOptions::default()
     };
-    Arc::new(
-        RedisBus::connect(url, options)
-            .await
-            .unwrap_or_else(|e| panic!("connect {url}: {e}")),
-    )
+    support::redis_bus(url, options).await
 }
 
 const PG: &str = "SNODO_TEST_PG_URL";

@@ -15,7 +15,7 @@ use snodo::http::{BearerTokens, HttpConfig, Server};
 
 use snodo::protocol::{V2025_11_25, V2026_07_28};
 use snodo::{NoArguments, Principal, RateLimit, RequestContext, Runtime, Tool, ToolResult};
-use snodo_bus::{PgBus, PgBusOptions, RedisBus, RedisBusOptions};
+use snodo_bus::{PgBusOptions, RedisBusOptions};
 use snodo_testkit::http::{Stream, post};
 use tokio::sync::oneshot;
 
@@ -271,11 +271,7 @@ async fn two_instances_on_postgres() {
             namespace: namespace.clone(),
             ..PgBusOptions::default()
         };
-        Arc::new(
-            PgBus::connect(&url, options)
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        ) as Arc<dyn Bus>
+        support::pg_bus(&url, options).await
     };
     scenarios(connect().await, connect().await).await;
 }
@@ -291,11 +287,7 @@ async fn two_instances_on_redis() {
             namespace: namespace.clone(),
             ..RedisBusOptions::default()
         };
-        Arc::new(
-            RedisBus::connect(&url, options)
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        ) as Arc<dyn Bus>
+        support::redis_bus(&url, options).await
     };
     scenarios(connect().await, connect().await).await;
 }
@@ -325,16 +317,8 @@ async fn the_bus_cut_and_back() {
         heartbeat: Duration::from_millis(200),
         ..RedisBusOptions::default()
     };
-    let a: Arc<dyn Bus> = Arc::new(
-        RedisBus::connect(&through, options())
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
-    let b: Arc<dyn Bus> = Arc::new(
-        RedisBus::connect(&through, options())
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
+    let a: Arc<dyn Bus> = support::redis_bus(&through, options()).await;
+    let b: Arc<dyn Bus> = support::redis_bus(&through, options()).await;
     let cancelled = Arc::new(tokio::sync::Notify::new());
     let closed = Runtime::builder("bus-test", "1.0.0")
         .bus(Arc::clone(&a))
