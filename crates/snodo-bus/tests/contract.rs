@@ -18,10 +18,7 @@ async fn pg(url: &str, namespace: &str) -> Arc<dyn Bus> {
         backlog: BACKLOG,
         ..PgBusOptions::default()
     };
-    let bus = PgBus::connect(url, options)
-        .await
-        .unwrap_or_else(|e| panic!("connect {url}: {e}"));
-    Arc::new(bus)
+    support::pg_bus(url, options).await
 }
 
 async fn redis(url: &str, namespace: &str) -> Arc<dyn Bus> {
@@ -30,10 +27,7 @@ async fn redis(url: &str, namespace: &str) -> Arc<dyn Bus> {
         backlog: BACKLOG,
         ..RedisBusOptions::default()
     };
-    let bus = RedisBus::connect(url, options)
-        .await
-        .unwrap_or_else(|e| panic!("connect {url}: {e}"));
-    Arc::new(bus)
+    support::redis_bus(url, options).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use snodo::bus::{Bus, Event, MemoryBus, Received};
-use snodo_bus::{PgBus, PgBusOptions, RedisBus, RedisBusOptions};
+use snodo_bus::{PgBusOptions, RedisBusOptions};
 use tokio::sync::mpsc;
 
 const SUBSCRIBERS: usize = 10_000;
@@ -84,8 +84,7 @@ async fn postgres_fan_out() {
             backlog: BACKLOG,
             ..PgBusOptions::default()
         };
-        let bus = PgBus::connect(&url, options).await;
-        Arc::new(bus.unwrap_or_else(|e| panic!("connect: {e}"))) as Arc<dyn Bus>
+        support::pg_bus(&url, options).await
     };
     fan_out("postgres", connect().await, connect().await).await;
 }
@@ -102,8 +101,7 @@ async fn redis_fan_out() {
             backlog: BACKLOG,
             ..RedisBusOptions::default()
         };
-        let bus = RedisBus::connect(&url, options).await;
-        Arc::new(bus.unwrap_or_else(|e| panic!("connect: {e}"))) as Arc<dyn Bus>
+        support::redis_bus(&url, options).await
     };
     fan_out("redis", connect().await, connect().await).await;
 }

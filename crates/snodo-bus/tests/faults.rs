@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snodo::bus::Bus;
-use snodo_bus::{PgBus, PgBusOptions, RedisBus, RedisBusOptions};
+use snodo_bus::{PgBusOptions, RedisBusOptions};
 use support::{Outage, Proxy, outage, via};
 use tokio::process::{Child, Command};
 
@@ -28,11 +28,7 @@ async fn pg(url: &str) -> Arc<dyn Bus> {
         heartbeat: HEARTBEAT,
         ..PgBusOptions::default()
     };
-    Arc::new(
-        PgBus::connect(url, options)
-            .await
-            .unwrap_or_else(|e| panic!("connect {url}: {e}")),
-    )
+    support::pg_bus(url, options).await
 }
 
 async fn redis(url: &str) -> Arc<dyn Bus> {
@@ -42,12 +38,11 @@ async fn redis(url: &str) -> Arc<dyn Bus> {
         heartbeat: HEARTBEAT,
         ..RedisBusOptions::default()
     };
-    Arc::new(
-        RedisBus::connect(url, options)
-            .await
-            .unwrap_or_else(|e| panic!("connect {url}: {e}")),
-    )
+    support::redis_bus(url, options).await
 }
+
+const PG: &str = "SNODO_TEST_PG_URL";
+const REDIS: &str = "SNODO_TEST_REDIS_URL";
 
 fn report(what: &str, o: &Outage) {
     println!(
@@ -56,60 +51,63 @@ fn report(what: &str, o: &Outage) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_server_gone_and_back() {
-    let Some(url) = support::url("SNODO_TEST_PG_URL") else {
+/// What the proxy does to the connections.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Cuts every connection and refuses new ones (the server gone).
+    Cut,
+    /// Forwards nothing, connections kept open (a partition).
+    Partition,
+}
+
+/// The outage scenario on the bus `connect` opens to the server at `var`'s URL, reached
+/// through a proxy that injects `fault`.
+async fn through_proxy<C, F>(var: &str, connect: C, fault: Fault, what: &str)
+where
+    C: FnOnce(String) -> F,
+    F: std::future::Future<Output = Arc<dyn Bus>>,
+{
+    let Some(url) = support::url(var) else {
         return;
     };
     let proxy = Proxy::start(support::host_port(&url)).await;
-    let bus = pg(&via(&url, proxy.addr)).await;
-    let o = outage(bus, DEADLINE, || proxy.cut(), || async { proxy.restore() }).await;
-    report("postgres, connections cut and refused", &o);
+    let bus = connect(via(&url, proxy.addr)).await;
+    let inject = || match fault {
+        Fault::Cut => proxy.cut(),
+        Fault::Partition => proxy.blackhole(),
+    };
+    let o = outage(bus, DEADLINE, inject, || async { proxy.restore() }).await;
+    report(what, &o);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_server_gone_and_back() {
+    let what = "postgres, connections cut and refused";
+    through_proxy(PG, |u| async move { pg(&u).await }, Fault::Cut, what).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_partitioned_and_back() {
-    let Some(url) = support::url("SNODO_TEST_PG_URL") else {
-        return;
-    };
-    let proxy = Proxy::start(support::host_port(&url)).await;
-    let bus = pg(&via(&url, proxy.addr)).await;
-    let o = outage(
-        bus,
-        DEADLINE,
-        || proxy.blackhole(),
-        || async { proxy.restore() },
-    )
-    .await;
-    report("postgres, partitioned (nothing forwarded)", &o);
+    let what = "postgres, partitioned (nothing forwarded)";
+    through_proxy(PG, |u| async move { pg(&u).await }, Fault::Partition, what).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_server_gone_and_back() {
-    let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
-        return;
-    };
-    let proxy = Proxy::start(support::host_port(&url)).await;
-    let bus = redis(&via(&url, proxy.addr)).await;
-    let o = outage(bus, DEADLINE, || proxy.cut(), || async { proxy.restore() }).await;
-    report("redis, connections cut and refused", &o);
+    let what = "redis, connections cut and refused";
+    through_proxy(REDIS, |u| async move { redis(&u).await }, Fault::Cut, what).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_partitioned_and_back() {
-    let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
-        return;
-    };
-    let proxy = Proxy::start(support::host_port(&url)).await;
-    let bus = redis(&via(&url, proxy.addr)).await;
-    let o = outage(
-        bus,
-        DEADLINE,
-        || proxy.blackhole(),
-        || async { proxy.restore() },
+    let what = "redis, partitioned (nothing forwarded)";
+    through_proxy(
+        REDIS,
+        |u| async move { redis(&u).await },
+        Fault::Partition,
+        what,
     )
     .await;
-    report("redis, partitioned (nothing forwarded)", &o);
 }
 
 /// A `redis-server` of this test's own on `port` (no persistence), once it answers.

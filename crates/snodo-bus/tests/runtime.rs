@@ -15,7 +15,7 @@ use snodo::http::{BearerTokens, HttpConfig, Server};
 
 use snodo::protocol::{V2025_11_25, V2026_07_28};
 use snodo::{NoArguments, Principal, RateLimit, RequestContext, Runtime, Tool, ToolResult};
-use snodo_bus::{PgBus, PgBusOptions, RedisBus, RedisBusOptions};
+use snodo_bus::{PgBusOptions, RedisBusOptions};
 use snodo_testkit::http::{Stream, post};
 use tokio::sync::oneshot;
 
@@ -271,11 +271,7 @@ async fn two_instances_on_postgres() {
             namespace: namespace.clone(),
             ..PgBusOptions::default()
         };
-        Arc::new(
-            PgBus::connect(&url, options)
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        ) as Arc<dyn Bus>
+        support::pg_bus(&url, options).await
     };
     scenarios(connect().await, connect().await).await;
 }
@@ -291,11 +287,86 @@ async fn two_instances_on_redis() {
             namespace: namespace.clone(),
             ..RedisBusOptions::default()
         };
-        Arc::new(
-            RedisBus::connect(&url, options)
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        ) as Arc<dyn Bus>
+        support::redis_bus(&url, options).await
     };
     scenarios(connect().await, connect().await).await;
+}
+
+/// Waits until `bus` reports `want` (at most 10 s).
+async fn until(bus: &Arc<dyn Bus>, want: snodo::bus::BusState) {
+    let mut state = bus.state();
+    let reached = tokio::time::timeout(Duration::from_secs(10), state.wait_for(|s| *s == want));
+    assert!(reached.await.is_ok(), "the bus did not go {want:?}");
+}
+
+/// The bus cut under two instances (Redis through a proxy that cuts every connection):
+/// a rate-limited call answers at once, refused (fail closed) on one instance and
+/// admitted (fail open) on the other; when the bus is back, listeners are told every
+/// list they watch changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bus_cut_and_back() {
+    let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
+        return;
+    };
+    let proxy = support::Proxy::start(support::host_port(&url)).await;
+    let through = support::via(&url, proxy.addr);
+    let namespace = support::namespace("cut");
+    let options = || RedisBusOptions {
+        namespace: namespace.clone(),
+        deadline: Duration::from_millis(500),
+        heartbeat: Duration::from_millis(200),
+        ..RedisBusOptions::default()
+    };
+    let a: Arc<dyn Bus> = support::redis_bus(&through, options()).await;
+    let b: Arc<dyn Bus> = support::redis_bus(&through, options()).await;
+    let cancelled = Arc::new(tokio::sync::Notify::new());
+    let closed = Runtime::builder("bus-test", "1.0.0")
+        .bus(Arc::clone(&a))
+        .rate_limits_when_bus_down(snodo::bus::WhenDown::Closed)
+        .list_changed(true)
+        .tool(
+            Tool::new("limited")
+                .rate_limit(RateLimit::per_principal(5, Duration::from_secs(60)))
+                .handler(|_: NoArguments| async {
+                    Ok::<_, snodo::HandlerError>(ToolResult::text("ok"))
+                }),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ia, ib) = (
+        start(closed).await,
+        start(runtime(Arc::clone(&b), cancelled)).await,
+    );
+    let mut on_a = listen(ia.addr, json!({"toolsListChanged": true})).await;
+    assert!(
+        call_limited(ia.addr, 1).await,
+        "admitted while the bus is up"
+    );
+
+    proxy.cut();
+    until(&a, snodo::bus::BusState::Down).await;
+    until(&b, snodo::bus::BusState::Down).await;
+    let started = Instant::now();
+    assert!(
+        !call_limited(ia.addr, 2).await,
+        "fail closed: refused while the bus is down"
+    );
+    assert!(
+        call_limited(ib.addr, 3).await,
+        "fail open: admitted while the bus is down"
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(500),
+        "no call waits on a bus that is down: {took:?}"
+    );
+
+    proxy.restore();
+    until(&a, snodo::bus::BusState::Up).await;
+    let n = on_a
+        .next(WAIT)
+        .await
+        .unwrap_or_else(|| panic!("the listener was not told"));
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    println!("refused and admitted while down in {took:?}; listener told on reconnect");
 }

@@ -341,3 +341,19 @@ async fn drain_to_resync<T: Clone + std::fmt::Debug>(sub: &mut Subscription<T>) 
         }
     }
 }
+
+/// A PostgreSQL bus on `url` with `options`, or the test fails.
+pub async fn pg_bus(url: &str, options: snodo_bus::PgBusOptions) -> Arc<dyn Bus> {
+    match snodo_bus::PgBus::connect(url, options).await {
+        Ok(bus) => Arc::new(bus),
+        Err(e) => panic!("connect {url}: {e}"),
+    }
+}
+
+/// A Redis bus on `url` with `options`, or the test fails.
+pub async fn redis_bus(url: &str, options: snodo_bus::RedisBusOptions) -> Arc<dyn Bus> {
+    match snodo_bus::RedisBus::connect(url, options).await {
+        Ok(bus) => Arc::new(bus),
+        Err(e) => panic!("connect {url}: {e}"),
+    }
+}

@@ -15,6 +15,7 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+use futures_util::future::{BoxFuture, Either, Ready, ready};
 use sha2::{Digest, Sha256};
 
 use crate::bus::WhenDown;
@@ -96,6 +97,11 @@ pub(crate) enum Limited {
     Timeout { after: Duration },
 }
 
+/// What [`Enforcer::admit`] returns: the answer at once, or, for a rate limit counted on
+/// the bus, a boxed wait for it.
+pub(crate) type Admission<'a> =
+    Either<Ready<Result<Admitted, Limited>>, BoxFuture<'a, Result<Admitted, Limited>>>;
+
 /// Held while a call runs (its concurrency slot).
 #[derive(Debug)]
 pub(crate) struct Admitted {
@@ -121,32 +127,35 @@ impl Enforcer {
     /// Admits a call by `principal`, or says which limit stops it. The concurrency
     /// slot is taken before the rate budget, so a refused call spends no budget. With a
     /// bus (`shared`), the rate budget is the deployment's: [`Enforcer::spend_shared`].
-    pub(crate) async fn admit(
-        &self,
-        tool: &str,
-        principal: Option<&Principal>,
-        shared: Option<&Link>,
-    ) -> Result<Admitted, Limited> {
+    pub(crate) fn admit<'a>(
+        &'a self,
+        tool: &'a str,
+        principal: Option<&'a Principal>,
+        shared: Option<&'a Link>,
+    ) -> Admission<'a> {
         let slot = match &self.slots {
             None => None,
-            Some(s) => {
-                Some(
-                    Arc::clone(s)
-                        .try_acquire_owned()
-                        .map_err(|_| Limited::Concurrency {
-                            max: self.policy.max_concurrent.unwrap_or(1),
-                        })?,
-                )
-            }
+            Some(s) => match Arc::clone(s).try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    return Either::Left(ready(Err(Limited::Concurrency {
+                        max: self.policy.max_concurrent.unwrap_or(1),
+                    })));
+                }
+            },
         };
-        if let Some(rate) = self.policy.rate {
-            let who = principal.map_or("", Principal::id);
-            match shared {
-                Some(link) => self.spend_shared(link, rate, tool, who).await?,
-                None => self.spend(rate, who)?,
-            }
+        let admitted = Admitted { _slot: slot };
+        let who = principal.map_or("", Principal::id);
+        match (self.policy.rate, shared) {
+            (None, _) => Either::Left(ready(Ok(admitted))),
+            (Some(rate), None) => Either::Left(ready(self.spend(rate, who).map(|()| admitted))),
+            // Boxed: only a call with a bus waits here; inline, every tools/call would
+            // carry the count's state.
+            (Some(rate), Some(link)) => Either::Right(Box::pin(async move {
+                self.spend_shared(link, rate, tool, who).await?;
+                Ok(admitted)
+            })),
         }
-        Ok(Admitted { _slot: slot })
     }
 
     /// Spends from the deployment's budget: a fixed window of `per` counted on the bus
