@@ -144,6 +144,22 @@ impl<S: Subscriber> Layer<S> for Lines {
     }
 }
 
+/// Serializes the tests that install a tracing subscriber and rebuilds the callsites'
+/// cached interest for the caller's: run in parallel, one test's subscriber (or none)
+/// can otherwise leave a callsite's interest cached as "never" for another's.
+#[cfg(test)]
+pub(crate) fn with_test_subscriber<S, R>(subscriber: S, f: impl FnOnce() -> R) -> R
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _alone = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,7 +186,7 @@ mod tests {
         let out = Capture::default();
         let (sink, guard) = Sink::spawn(out.clone()).unwrap_or_else(|e| panic!("{e}"));
         let subscriber = tracing_subscriber::registry().with(Lines { format, sink });
-        tracing::subscriber::with_default(subscriber, f);
+        super::with_test_subscriber(subscriber, f);
         drop(guard); // writes what is queued
         let bytes = out.0.lock().map(|v| v.clone()).unwrap_or_default();
         String::from_utf8(bytes).unwrap_or_default()

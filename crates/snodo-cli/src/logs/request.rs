@@ -378,7 +378,7 @@ mod tests {
                 .enable_all()
                 .build()
                 .unwrap_or_else(|e| panic!("{e}"));
-            tracing::subscriber::with_default(subscriber, || {
+            crate::logs::with_test_subscriber(subscriber, || {
                 rt.block_on(async {
                     let runtime = crate::fixture::runtime(
                         vec![&snodo::protocol::V2026_07_28],
