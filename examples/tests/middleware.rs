@@ -134,6 +134,9 @@ async fn the_audit_log_records_every_request() {
         .with_max_level(tracing::Level::INFO)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Another test of this binary may have left the audit callsite's interest cached
+    // as "never" (it ran with no subscriber).
+    tracing::callsite::rebuild_interest_cache();
     let s = serve().await;
     let dev = client(&s, "t-dev").await;
     assert_eq!(call(&dev, "hello").await, Ok("hello".to_owned()));

@@ -153,7 +153,9 @@ where
     S: tracing::Subscriber + Send + Sync + 'static,
 {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _alone = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _alone = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     tracing::subscriber::with_default(subscriber, || {
         tracing::callsite::rebuild_interest_cache();
         f()

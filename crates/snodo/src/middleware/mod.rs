@@ -11,7 +11,7 @@
 //! [`Resource::layer`](crate::Resource::layer). **The first layer installed is the
 //! outermost**: it sees the request first and the reply last. Every runtime layer runs
 //! outside every component layer. A mounted source (or any code that forwards requests)
-//! can run its own stack with [`Layers::run`].
+//! can run its own stack with [`Next::run`].
 //!
 //! An empty stack costs nothing: no allocation, no boxed future and no dynamic call
 //! is added to a request when no layer is installed. See `docs/middleware.md`.
