@@ -7,19 +7,18 @@
 //!               --backend py=http://127.0.0.1:8001/mcp                    # fs_*, py_*
 //! ```
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use snodo::Runtime;
-use snodo::http::{HttpConfig, Server};
+use snodo::http::{HttpConfig, ListenAddr, Server};
 use snodo_compose::{McpSource, Mount, Status, Transforms};
 
 /// The arguments of `snodo gateway`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct GatewayArgs {
-    /// Address to listen on.
+    /// Address to listen on: HOST:PORT, or unix:PATH for a Unix socket.
     #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
+    addr: ListenAddr,
     /// Enabled protocol versions at the front, comma-separated, in preference order.
     #[arg(
         long,
@@ -46,6 +45,8 @@ pub(crate) struct GatewayArgs {
 pub(crate) struct Shared {
     pub(crate) state_key: Option<String>,
     pub(crate) config: HttpConfig,
+    /// TLS and the Unix socket's mode, as `serve` has them.
+    pub(crate) listen: crate::listen::ListenArgs,
 }
 
 /// The sources to mount, each with its transforms.
@@ -91,12 +92,23 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
             st => eprintln!("snodo gateway: {m:?} not up yet ({st:?}); retrying in the background"),
         }
     }
-    let server = Server::bind(front.clone(), args.addr, shared.config)
-        .await
-        .map_err(|e| e.to_string())?;
-    let local = server.local_addr().map_err(|e| e.to_string())?;
+    let certificates = shared.listen.certificates()?;
+    let server = Server::bind_to(
+        front.clone(),
+        &args.addr,
+        shared.listen.socket_mode(),
+        shared.config,
+    )
+    .await
+    .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    let tls = certificates.is_some();
+    let server = match certificates {
+        Some(c) => server.tls(c),
+        None => server,
+    };
+    let endpoint = crate::listen::endpoint(&server, tls)?;
     println!(
-        "snodo gateway: http://{local}/mcp (protocols: {})",
+        "snodo gateway: {endpoint} (protocols: {})",
         front.supported_versions().join(", ")
     );
     let served = server.run_until(snodo::http::shutdown_signal()).await;

@@ -379,6 +379,7 @@ fn main() -> ExitCode {
         let shared = gateway::Shared {
             state_key: cli.state_key,
             config,
+            listen: cli.listen,
         };
         let outcome = rt.block_on(gateway::run(args, shared));
         rt.shutdown_timeout(std::time::Duration::from_millis(500));

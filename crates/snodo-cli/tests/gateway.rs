@@ -182,3 +182,58 @@ fn nothing_to_serve_is_a_clear_error() {
         "names the forms"
     );
 }
+
+/// `--addr unix:PATH` (issue 36 names the gateway too): `snodo client --unix-socket`
+/// calls through it, and SIGTERM removes the socket file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_serves_on_a_unix_socket() {
+    let Some(ev) = server_everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("gw.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .arg("gateway")
+        .arg("--addr")
+        .arg(format!("unix:{}", socket.display()))
+        .args(["--", "node"])
+        .arg(&ev)
+        .arg("stdio")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut gw = Gateway(child);
+    let mut banner = String::new();
+    BufReader::new(stdout).read_line(&mut banner).unwrap();
+    assert!(banner.contains("on unix:"), "{banner}");
+    let out = Command::new(env!("CARGO_BIN_EXE_snodo"))
+        .args(["client", "--unix-socket"])
+        .arg(&socket)
+        .args(["--url", "http://localhost/mcp", "tools/call"])
+        .arg(json!({"name": "echo", "arguments": {"message": "over unix"}}).to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("Echo: over unix"),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &gw.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut exited = None;
+    assert!(
+        eventually(|| {
+            exited = gw.0.try_wait().unwrap();
+            exited.is_some()
+        })
+        .await,
+        "the gateway exits on SIGTERM"
+    );
+    assert!(!socket.exists(), "the socket file is removed at exit");
+}
