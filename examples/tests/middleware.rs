@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
@@ -13,6 +11,7 @@ use serde_json::json;
 use snodo::Principal;
 use snodo::http::{BearerTokens, HttpConfig, Server};
 use snodo_client::Client;
+use snodo_testkit::logs::Captured;
 use tokio::sync::oneshot;
 
 struct Running {
@@ -110,26 +109,11 @@ async fn the_cache_keeps_a_result_for_its_ttl() {
     assert_eq!(call(&dev, "hello").await, Ok("hello".to_owned()));
 }
 
-/// Collects what a `tracing` subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn the_audit_log_records_every_request() {
     let captured = Captured::default();
-    let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
+        .with_writer(captured.clone())
         .with_ansi(false)
         .with_max_level(tracing::Level::INFO)
         .finish();
@@ -141,7 +125,7 @@ async fn the_audit_log_records_every_request() {
     let dev = client(&s, "t-dev").await;
     assert_eq!(call(&dev, "hello").await, Ok("hello".to_owned()));
     assert_eq!(call(&dev, "deploy_prod").await, Err(-32602));
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     let audit: Vec<&str> = text.lines().filter(|l| l.contains(" audit: ")).collect();
     let hello = audit
         .iter()

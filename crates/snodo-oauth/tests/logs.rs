@@ -4,36 +4,17 @@
 
 mod support;
 
-use std::io;
-use std::sync::{Arc, Mutex};
-
+use snodo_testkit::logs::Captured;
 use support::mcp::{bearer, claims, setup};
 use support::sign;
-
-/// Log lines, captured.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Ok(mut v) = self.0.lock() {
-            v.extend_from_slice(buf);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn nothing_about_a_token_is_logged_in_full() {
     let captured = Captured::default();
-    let sink = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_ansi(false)
-        .with_writer(move || sink.clone())
+        .with_writer(captured.clone())
         .finish();
     // The test runs on one thread: every task of the servers logs to this subscriber.
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -51,11 +32,7 @@ async fn nothing_about_a_token_is_logged_in_full() {
         bearer(&m, "opaque-secret-value", "whoami").await.status,
         401
     );
-    let logs = captured
-        .0
-        .lock()
-        .map(|v| String::from_utf8_lossy(&v).into_owned())
-        .unwrap_or_default();
+    let logs = captured.text();
     assert!(logs.contains("bearer token refused"), "captured: {logs}");
     for token in refused.iter().chain([&good]) {
         for part in token.split('.') {

@@ -25,6 +25,7 @@
 pub mod errors;
 pub mod http;
 mod lines;
+pub mod logs;
 pub mod process;
 pub mod request;
 mod revision;

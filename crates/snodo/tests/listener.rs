@@ -9,11 +9,10 @@
 #[allow(dead_code, unused_imports)]
 mod support;
 
-use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 
 use snodo::http::{HttpConfig, ServeError, Server};
+use snodo_testkit::logs::Captured;
 
 use support::{MODERN, R2026_07_28, TestServer, builder};
 
@@ -71,26 +70,11 @@ async fn a_non_loopback_bind_is_a_typed_refusal() {
     );
 }
 
-/// A log sink the tests read.
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn requests_to_other_paths_are_in_the_request_log() {
-    let sink = Sink::default();
-    let writer = sink.clone();
+    let sink = Captured::default();
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
+        .with_writer(sink.clone())
         .with_ansi(false)
         .with_max_level(tracing::Level::INFO)
         .finish();
@@ -104,7 +88,7 @@ async fn requests_to_other_paths_are_in_the_request_log() {
         .raw("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
         .await;
     assert_eq!(r.status, 200);
-    let log = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
+    let log = sink.text();
     let probe = log
         .lines()
         .find(|l| l.contains("/.well-known/oauth-protected-resource"))

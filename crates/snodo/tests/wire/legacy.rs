@@ -3,9 +3,8 @@
 //! validated against the official schema of the revision it was sent in.
 
 use std::collections::HashSet;
-use std::io::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -13,6 +12,8 @@ use snodo::protocol::{Dialect, V2025_06_18, V2025_11_25, V2026_07_28};
 use snodo::{
     BuildError, Icon, Json, NoArguments, Resource, Runtime, RuntimeBuilder, Tool, ToolResult,
 };
+
+use snodo_testkit::logs::Captured;
 
 use super::support::*;
 
@@ -134,29 +135,6 @@ fn slow() -> Tool {
         })
 }
 
-/// A writer shared with a tracing subscriber.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Self;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 /// Builds `b` under a subscriber that records every event; returns the build outcome and
 /// the log text.
 fn build_logged(b: RuntimeBuilder) -> (Result<Runtime, BuildError>, String) {
@@ -167,7 +145,7 @@ fn build_logged(b: RuntimeBuilder) -> (Result<Runtime, BuildError>, String) {
         .with_max_level(tracing::Level::TRACE)
         .finish();
     let built = tracing::subscriber::with_default(subscriber, || b.build());
-    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let log = buf.text();
     (built, log)
 }
 
