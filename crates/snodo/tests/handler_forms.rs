@@ -3,6 +3,8 @@
 //! input + context; `State<S>` + input; `State<S>` + input + context), through the
 //! builder and through the macros, checked on the wire.
 
+// The macros are half of what this file checks (feature `macros`, on by default).
+#![cfg(feature = "macros")]
 // Tests panic on purpose when an expectation fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

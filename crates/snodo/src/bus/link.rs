@@ -14,6 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::{Address, Bus, BusState, Event, InstanceId, Message, Received, Subscription};
 use crate::caller::Principal;
 use crate::engine::InFlight;
+use crate::observation::RequestSink;
 use crate::protocol::RequestId;
 use crate::runtime::pending::{Answer, PendingRequests};
 
@@ -145,7 +146,7 @@ impl Link {
         self: &Arc<Self>,
         inflight: &Arc<InFlight>,
         pending: &Arc<PendingRequests>,
-        #[cfg(feature = "metrics")] metrics: Option<crate::metrics::Metrics>,
+        sink: Option<Arc<dyn RequestSink>>,
     ) {
         if let Ok(mut t) = self.targets.lock() {
             t.retain(|w| w.strong_count() > 0);
@@ -156,11 +157,7 @@ impl Link {
         }
         self.started.get_or_init(|| {
             tokio::spawn(mailbox_pump(Arc::downgrade(self), Arc::clone(pending)));
-            tokio::spawn(watch_state(
-                Arc::downgrade(self),
-                #[cfg(feature = "metrics")]
-                metrics,
-            ));
+            tokio::spawn(watch_state(Arc::downgrade(self), sink));
         });
     }
 
@@ -307,18 +304,14 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>) {
 }
 
 /// Logs and counts the bus going down and coming back.
-async fn watch_state(
-    link: Weak<Link>,
-    #[cfg(feature = "metrics")] metrics: Option<crate::metrics::Metrics>,
-) {
+async fn watch_state(link: Weak<Link>, sink: Option<Arc<dyn RequestSink>>) {
     let Some(mut state) = link.upgrade().map(|l| l.bus.state()) else {
         return;
     };
     loop {
         let now = *state.borrow_and_update();
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &metrics {
-            m.bus_state(now == BusState::Up);
+        if let Some(sink) = &sink {
+            sink.bus_state(now == BusState::Up);
         }
         match now {
             BusState::Down => tracing::warn!(

@@ -98,7 +98,18 @@ impl Engine {
         let gate = Gate::new(limits.max_concurrent, limits.max_queued);
         observe.watch_gate(&gate);
         let inflight = Arc::new(InFlight::default());
-        runtime.attach_to_bus(&inflight);
+        if let Some(link) = runtime.bus() {
+            // A cancellation forwarded by another instance reaches this endpoint's
+            // requests; the bus's ups and downs are counted where requests are.
+            link.attach(
+                &inflight,
+                runtime.pending_requests(),
+                runtime
+                    .slots()
+                    .get::<Arc<dyn crate::observation::RequestSink>>()
+                    .cloned(),
+            );
+        }
         Self {
             runtime,
             limits,

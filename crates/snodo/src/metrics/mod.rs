@@ -300,6 +300,10 @@ impl RequestSink for Metrics {
     fn streams(&self, kind: &'static str, by: i64) {
         self.stream_gauge(kind).inc_by(by);
     }
+
+    fn bus_state(&self, up: bool) {
+        Metrics::bus_state(self, up);
+    }
 }
 
 /// The task workers count into the task series.

@@ -111,6 +111,8 @@ pub(crate) trait RequestSink: Send + Sync + 'static {
     fn watch_gate(&self, gate: GateWatch);
     /// Moves the open streams of `kind` (`"sse"`, `"listen"`) by `by`.
     fn streams(&self, kind: &'static str, by: i64);
+    /// The deployment's bus went up (`true`) or down.
+    fn bus_state(&self, up: bool);
 }
 
 /// Where task workers count their tasks (the metrics, when a runtime has them).

@@ -135,19 +135,6 @@ impl Runtime {
         self.inner.bus.as_ref()
     }
 
-    /// Registers an endpoint's cancellable requests with the bus (if any), so that a
-    /// cancellation forwarded by another instance reaches them.
-    pub(crate) fn attach_to_bus(&self, inflight: &Arc<crate::engine::InFlight>) {
-        if let Some(link) = &self.inner.bus {
-            link.attach(
-                inflight,
-                &self.inner.pending,
-                #[cfg(feature = "metrics")]
-                self.inner.slots.get::<crate::metrics::Metrics>().cloned(),
-            );
-        }
-    }
-
     /// Whether `principal` may see and use `component`.
     pub(crate) fn allows(
         &self,
