@@ -1,17 +1,19 @@
-//! The issue-35 benchmark (ignored: run by hand, not a timed test): ~10,000
+//! The issue-35 benchmark (an example run by hand, not a timed test; `cargo test` builds
+//! it, so it keeps compiling): ~10,000
 //! `subscriptions/listen` streams over three runtimes sharing a bus, each behind its own
 //! HTTP server on loopback; the latency from one publish on instance A to delivery on
 //! every stream (p50/p99, 5 rounds); the process's memory per open stream; the cost of a
 //! rate-limited call over an unlimited one.
 //!
 //! ```sh
-//! SNODO_BENCH_BUS=redis cargo test -p snodo-bus --test listen_bench -- --ignored --nocapture
+//! SNODO_BENCH_BUS=redis cargo run --release -p snodo-bus --example listen_bench
 //! ```
 //!
 //! `SNODO_BENCH_BUS`: `memory` (default), `postgres` (`SNODO_TEST_PG_URL`), `redis`
 //! (`SNODO_TEST_REDIS_URL`); `SNODO_BENCH_STREAMS` (default 3,000; 9,900 failed to open here: client and server
 //! sockets share this process's 20,000 descriptors).
 
+#[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::net::SocketAddr;
@@ -151,9 +153,8 @@ async fn per_call(addr: SocketAddr, tool: &str, calls: u64) -> Duration {
     started.elapsed() / u32::try_from(calls).unwrap_or(1)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a benchmark: run by hand"]
-async fn listen_fan_out_and_rate_limit_cost() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
     let which = std::env::var("SNODO_BENCH_BUS").unwrap_or_else(|_| "memory".into());
     let streams: u64 = std::env::var("SNODO_BENCH_STREAMS")
         .ok()
