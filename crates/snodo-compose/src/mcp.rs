@@ -270,11 +270,14 @@ impl McpSource {
             let Ok(mut events) = c.listen(&subs).await else {
                 return;
             };
-            while let Some(Ok(e)) = events.next().await {
-                // Nobody mounts the source any more.
-                if changes.receiver_count() == 0 {
-                    return;
-                }
+            loop {
+                let e = tokio::select! {
+                    // Nobody mounts the source any more: the stream (and the connection
+                    // this clone keeps open) goes now, not at the backend's next event.
+                    () = changes.closed() => return,
+                    e = events.next() => e,
+                };
+                let Some(Ok(e)) = e else { return };
                 if !matches!(e, ServerEvent::Other(..) | ServerEvent::ResourceUpdated(_)) {
                     tracing::debug!(source = %name, "backend lists changed");
                     changes.send_modify(|n| *n += 1);
