@@ -12,6 +12,8 @@
 # the initialize era) and the Python client (drive.py, mcp 1.30.0): list, call, read,
 # prompt, progress, a cancellation; then each HTTP backend and the stdio child killed
 # (they leave the lists, a call fails) and restarted (they come back).
+# Then `snodo gateway --backend ev=stdio:…` (the binary) is driven the same way on
+# every revision.
 # One line per check, ends with "N passed, M failed"; exit 0 iff M == 0, 2 on setup
 # errors. Every process listens on 127.0.0.1 and is stopped by PID.
 #
@@ -76,7 +78,7 @@ stop() {
     unset "PIDS[$1]"
 }
 cleanup() {
-    for n in front "${!PIDS[@]}"; do stop "$n"; done
+    for n in front gateway "${!PIDS[@]}"; do stop "$n"; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -187,6 +189,19 @@ fi
 tally "$(cd "$HERE" && "$NODE" drive.mjs "$URL" 2025-11-25 ev everything call 2>&1 || true)"
 
 stop front
+
+# ---- snodo gateway: the binary, server-everything namespaced, the official clients --
+SNODO_BIN="${SNODO_BIN:-$TARGET/debug/snodo}"
+[ -x "$SNODO_BIN" ] || (cd "$REPO" && cargo build -q -p snodo-cli >&2) || die "building snodo failed"
+GW_PORT=$(free_port)
+start gateway "$GW_PORT" "$SNODO_BIN" gateway --addr "127.0.0.1:$GW_PORT" \
+    --backend "ev=stdio:$NODE $EVERYTHING stdio"
+for v in 2026-07-28 2025-11-25 2025-06-18 2025-03-26; do
+    tally "$(cd "$HERE" && "$NODE" drive.mjs "http://127.0.0.1:$GW_PORT/mcp" "$v" ev everything \
+        call read prompt progress cancel 2>&1 | sed 's/^\(ok  *\|FAIL  *\)/&gateway: /' || true)"
+done
+stop gateway
+
 check "no backend child left after the front stopped" test -z "$(pgrep -f "$EVERYTHING stdio" || true)"
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
