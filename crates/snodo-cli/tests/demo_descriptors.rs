@@ -26,6 +26,8 @@ use snodo_testkit::{R2026_07_28, Request};
 struct KeepAlive {
     stream: TcpStream,
     addr: SocketAddr,
+    /// Every answer's status and `Retry-After`, in order.
+    seen: Vec<(u16, Option<String>)>,
 }
 
 impl KeepAlive {
@@ -34,7 +36,11 @@ impl KeepAlive {
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
-        Self { stream, addr }
+        Self {
+            stream,
+            addr,
+            seen: Vec::new(),
+        }
     }
 
     fn rpc(&mut self, request: &Request) -> Value {
@@ -61,7 +67,10 @@ impl KeepAlive {
             );
             buf.extend_from_slice(&chunk[..n]);
             if complete(&buf) {
-                return snodo_testkit::http::parse(&buf).message();
+                let reply = snodo_testkit::http::parse(&buf);
+                let retry = reply.header("retry-after").map(str::to_owned);
+                self.seen.push((reply.status, retry));
+                return reply.message();
             }
         }
     }
@@ -223,6 +232,13 @@ fn out_of_descriptors_is_a_retryable_internal_error_over_http() {
     let demo = Demo::http(&root);
     let mut conn = KeepAlive::open(demo.addr());
     out_of_descriptors(demo.pid(), &root, &mut |r: &Request| conn.rpc(r));
+    // 2026-07-28 statuses follow codes: the retryable errors (the second to fourth
+    // answers: read, review_file, resources/list) are 503 with `Retry-After`, so that a
+    // proxy or client reading statuses retries them; the first read was a 200.
+    assert_eq!(conn.seen[0], (200, None), "{:?}", conn.seen);
+    for seen in &conn.seen[1..4] {
+        assert_eq!(seen, &(503, Some("1".to_owned())), "{:?}", conn.seen);
+    }
 }
 
 #[test]

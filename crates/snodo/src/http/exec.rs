@@ -132,7 +132,7 @@ fn answer(
                     let (ended, message) = settle(&shared.budget, id, ended);
                     let status = if pending.is_empty() { status::of_ended(dialect, &ended) } else { StatusCode::OK };
                     exec.record_end(&ended, message.as_ref(), Some(status.as_u16()));
-                    let retry = matches!(ended, Ended::Failed(Failure::Overloaded(_)));
+                    let retry = status::retry_after(status);
                     // (The result's tree goes now: only its bytes are sent.)
                     drop(ended);
                     let Some(body) = message else {

@@ -20,8 +20,8 @@ pub(crate) fn json(status: StatusCode, bytes: Bytes) -> Response<Body> {
     r
 }
 
-/// The final answer of an execution, with `Retry-After` when the server had no
-/// capacity for it.
+/// The final answer of an execution, with `Retry-After` when the server could not do
+/// it now (503).
 pub(crate) fn answer(status: StatusCode, body: Bytes, retry_after: bool) -> Response<Body> {
     let mut r = json(status, body);
     if retry_after {
@@ -200,9 +200,8 @@ pub(crate) fn failure(
     failure: Failure,
 ) -> Response<Body> {
     let status = super::status::of_failure(dialect, &failure);
-    let busy = matches!(failure, Failure::Overloaded(_));
     let mut r = rpc_error(status, Some(id), &failure.into_error());
-    if busy {
+    if super::status::retry_after(status) {
         r.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
