@@ -17,6 +17,7 @@
 // Environment: SNODO_BIN, MCP_URL, ISSUER, WORK (a folder for the token file).
 // Ends with "N passed, M failed".
 import { spawn } from 'node:child_process';
+import { createHash, createPrivateKey, createPublicKey, randomUUID, sign } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 
 import { check, finish } from './checks.mjs';
@@ -183,8 +184,25 @@ check('a 403 insufficient_scope leads to a second login and the call succeeds',
 check('the new grant covers the union of scopes',
   /\bmcp\b/.test(t4?.scope ?? '') && /files:read/.test(t4?.scope ?? ''), t4?.scope);
 
+/** An ES256 DPoP proof (RFC 9449) for POST `htu` with `token`, by the PKCS#8 PEM key. */
+function dpopProof(pem, htu, token, nonce) {
+  const key = createPrivateKey(pem);
+  const jwk = createPublicKey(key).export({ format: 'jwk' });
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const claims = {
+    jti: randomUUID(), htm: 'POST', htu, iat: Math.floor(Date.now() / 1000),
+    ath: createHash('sha256').update(token).digest('base64url'),
+    ...(nonce ? { nonce } : {}),
+  };
+  const input = `${b64({ typ: 'dpop+jwt', alg: 'ES256', jwk })}.${b64(claims)}`;
+  const signature = sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' });
+  return `${input}.${signature.toString('base64url')}`;
+}
+
 // 5. DPoP end to end: oidc-provider binds the token to the client's key (cnf.jkt),
-// snodo (--oauth-dpop) checks each request's proof; the same token as Bearer is refused.
+// snodo (--oauth-dpop --oauth-dpop-nonce) checks each request's proof and asks for its
+// nonce (401 use_dpop_nonce + DPoP-Nonce: the client retries once with it); the same
+// token as Bearer is refused.
 const dpopFile = `${process.env.WORK}/tokens-dpop.json`;
 const fifth = await client(['--dpop', 'tools/list'], dpopFile);
 const t5 = stored(dpopFile);
@@ -205,6 +223,30 @@ const asBearer = await fetch(mcpUrl, {
   body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
 });
 check('the DPoP-bound token without its proof is refused', asBearer.status === 401, `HTTP ${asBearer.status}`);
+
+// The nonce round by hand, with the key the client stored: a proof without a nonce gets
+// 401 use_dpop_nonce and a DPoP-Nonce; the same request with it in a new proof is a 200.
+const dpopKey = Object.values(JSON.parse(readFileSync(dpopFile, 'utf8')).tokens)[0]?.dpop_key;
+const byHand = async (nonce) => fetch(mcpUrl, {
+  method: 'POST',
+  headers: {
+    authorization: `DPoP ${t5?.access_token}`,
+    dpop: dpopProof(dpopKey, mcpUrl, t5?.access_token ?? '', nonce),
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-11-25',
+  },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }),
+});
+const noNonce = await byHand(undefined);
+const serverNonce = noNonce.headers.get('dpop-nonce');
+check('a proof without the server nonce: 401 use_dpop_nonce with a DPoP-Nonce',
+  noNonce.status === 401 && /use_dpop_nonce/.test(noNonce.headers.get('www-authenticate') ?? '')
+    && !!serverNonce,
+  `HTTP ${noNonce.status} ${noNonce.headers.get('www-authenticate')}`);
+const withNonce = await byHand(serverNonce);
+check('the same request with the nonce in a fresh proof is served', withNonce.status === 200,
+  `HTTP ${withNonce.status} ${withNonce.headers.get('www-authenticate')}`);
 
 // The key is kept with the token: a later run refreshes the expired DPoP-bound token.
 const dfile = JSON.parse(readFileSync(dpopFile, 'utf8'));

@@ -92,7 +92,7 @@ echo "interop/oauth: oidc-provider pid $AS_PID at $ISSUER" >&2
 
 # --- snodo ----------------------------------------------------------------------------
 "$SNODO_BIN" serve --addr "127.0.0.1:$MCP_PORT" --root "$ROOT" \
-    --oauth-issuer "$ISSUER" --oauth-scope mcp --oauth-tool-scope search=files:read --oauth-dpop \
+    --oauth-issuer "$ISSUER" --oauth-scope mcp --oauth-tool-scope search=files:read --oauth-dpop --oauth-dpop-nonce \
     >"$WORK/snodo.log" 2>&1 &
 SNODO_PID=$!
 # snodo fetches the JWKS at start-up; it fetches it again for an unknown kid at most

@@ -230,7 +230,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 dialects(&protocols)?
             };
-            protection = oauth::setup(&oauth, &addr).await?;
+            protection = oauth::setup(&oauth, &addr, key.as_deref()).await?;
             let mut builder =
                 demo::builder(&root, protocols, key)?.tasks(task_store::options(&tasks).await?);
             if let Some(metrics) = metrics {

@@ -36,12 +36,29 @@ pub(crate) struct OAuthArgs {
     /// Also accept DPoP-bound tokens (RFC 9449; proofs fresh within 60 s).
     #[arg(long, requires = "oauth_issuer")]
     oauth_dpop: bool,
+    /// With --oauth-dpop: DPoP proofs must carry a nonce this server issued, good for 5
+    /// minutes (RFC 9449 §9; clients get it from a `401 use_dpop_nonce`). Nonces are
+    /// tagged with --state-key, so every instance given the same key accepts them.
+    #[arg(long, requires = "oauth_dpop")]
+    oauth_dpop_nonce: bool,
 }
 
 #[cfg(feature = "oauth")]
 mod enabled {
     use super::*;
     use snodo_oauth::{OAuthConfig, ResourceServer, ScopePolicy};
+
+    /// 32 bytes from the process's random hasher seeds (a key for this process alone).
+    fn random_key() -> Vec<u8> {
+        use std::hash::BuildHasher as _;
+        (0u64..4)
+            .flat_map(|i| {
+                std::collections::hash_map::RandomState::new()
+                    .hash_one(i)
+                    .to_le_bytes()
+            })
+            .collect()
+    }
 
     /// A configured resource server.
     #[derive(Debug)]
@@ -50,10 +67,12 @@ mod enabled {
         policy: ScopePolicy,
     }
 
-    /// The resource server the flags ask for, if any.
+    /// The resource server the flags ask for, if any. `state_key` tags DPoP nonces
+    /// (without one, a random key: nonces good on this instance only).
     pub(crate) async fn setup(
         args: &OAuthArgs,
         addr: &snodo::http::ListenAddr,
+        state_key: Option<&[u8]>,
     ) -> Result<Option<Protection>, String> {
         let Some(issuer) = &args.oauth_issuer else {
             return Ok(None);
@@ -76,6 +95,10 @@ mod enabled {
         }
         if args.oauth_dpop {
             config = config.dpop(std::time::Duration::from_secs(60));
+        }
+        if args.oauth_dpop_nonce {
+            let key = state_key.map_or_else(random_key, <[u8]>::to_vec);
+            config = config.dpop_nonces(key, std::time::Duration::from_secs(300));
         }
         let mut tools: Vec<(String, Vec<String>)> = Vec::new();
         for pair in &args.oauth_tool_scopes {
@@ -133,6 +156,7 @@ mod enabled {
     pub(crate) async fn setup(
         args: &OAuthArgs,
         _addr: &snodo::http::ListenAddr,
+        _state_key: Option<&[u8]>,
     ) -> Result<Option<Protection>, String> {
         match args.oauth_issuer {
             None => Ok(None),

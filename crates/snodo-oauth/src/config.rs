@@ -84,6 +84,8 @@ pub struct OAuthConfig {
     pub(crate) tls_roots_pem: Vec<Vec<u8>>,
     /// Accept DPoP-bound tokens (RFC 9449), with proofs fresh within this window.
     pub(crate) dpop_window: Option<Duration>,
+    /// Require server nonces in DPoP proofs: the key that tags them, their lifetime.
+    pub(crate) dpop_nonces: Option<(Vec<u8>, Duration)>,
 }
 
 impl OAuthConfig {
@@ -108,6 +110,7 @@ impl OAuthConfig {
             resource_name: None,
             tls_roots_pem: Vec::new(),
             dpop_window: None,
+            dpop_nonces: None,
         }
     }
 
@@ -119,6 +122,28 @@ impl OAuthConfig {
     #[must_use]
     pub fn dpop(mut self, window: Duration) -> Self {
         self.dpop_window = Some(window);
+        self
+    }
+
+    /// With [`dpop`](Self::dpop): every DPoP proof must carry a nonce this deployment
+    /// issued within `lifetime` (RFC 9449 §9). A proof without one, or with one that is
+    /// stale or forged, is answered `401` with `WWW-Authenticate: DPoP
+    /// error="use_dpop_nonce"` and a fresh nonce in the `DPoP-Nonce` header; the
+    /// client signs a new proof with it and retries. A nonce is its issue time and an
+    /// HMAC-SHA256 tag under `key`: give every instance the same key (the deployment's
+    /// state key) and each accepts the others' nonces, with no shared store.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use snodo_oauth::OAuthConfig;
+    /// let config = OAuthConfig::new("https://auth.example.com", "https://mcp.example.com/mcp")
+    ///     .dpop(Duration::from_secs(60))
+    ///     .dpop_nonces(b"the deployment's state key".to_vec(), Duration::from_secs(300));
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn dpop_nonces(mut self, key: impl Into<Vec<u8>>, lifetime: Duration) -> Self {
+        self.dpop_nonces = Some((key.into(), lifetime));
         self
     }
 

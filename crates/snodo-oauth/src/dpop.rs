@@ -3,6 +3,7 @@
 //! signature, `jti` not seen within the window, `htm`, `htu`, `iat`, and `ath` = the
 //! token's hash), then the token's `cnf.jkt` compared with the proof key's RFC 7638
 //! thumbprint (§6.1). A DPoP-bound token presented as `Bearer` is refused (§7.2).
+//! With server nonces (§9), the proof's `nonce` must be one this deployment issued.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -14,6 +15,8 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
+
+use crate::nonce::Nonces;
 
 /// The proof algorithms accepted (asymmetric only, RFC 9449 §4.3 item 5).
 pub(crate) const ALGORITHMS: &[(&str, Algorithm)] = &[
@@ -36,6 +39,22 @@ const MAX_SEEN: usize = 100_000;
 pub(crate) struct DpopChecker {
     window: u64,
     seen: Mutex<HashMap<String, u64>>,
+    nonces: Option<Nonces>,
+}
+
+/// Why a proof was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// `invalid_dpop_proof`, with a description for the challenge.
+    Proof(&'static str),
+    /// `use_dpop_nonce`: no nonce, or one this deployment did not issue or that expired.
+    Nonce,
+}
+
+impl From<&'static str> for Refused {
+    fn from(description: &'static str) -> Self {
+        Self::Proof(description)
+    }
 }
 
 fn now() -> u64 {
@@ -85,26 +104,33 @@ pub(crate) fn thumbprint(jwk: &Map<String, Value>) -> Option<String> {
 }
 
 impl DpopChecker {
-    /// Proofs are accepted `window` seconds either side of now.
-    pub(crate) fn new(window: u64) -> Self {
+    /// Proofs are accepted `window` seconds either side of now; with `nonces`, only
+    /// those that carry a good nonce.
+    pub(crate) fn new(window: u64, nonces: Option<Nonces>) -> Self {
         Self {
             window,
             seen: Mutex::new(HashMap::new()),
+            nonces,
         }
     }
 
+    /// A fresh nonce, when proofs must carry one.
+    pub(crate) fn fresh_nonce(&self) -> Option<String> {
+        self.nonces.as_ref().map(Nonces::issue)
+    }
+
     /// Checks `proof` for a request `method url` carrying `token`; returns the proof
-    /// key's thumbprint. The error is a description for the challenge.
+    /// key's thumbprint.
     pub(crate) fn verify(
         &self,
         proof: &str,
         method: &str,
         url: &str,
         token: &str,
-    ) -> Result<String, &'static str> {
+    ) -> Result<String, Refused> {
         const BAD: &str = "The DPoP proof is malformed";
         if proof.len() > 8 * 1024 {
-            return Err("The DPoP proof is too long");
+            return Err("The DPoP proof is too long".into());
         }
         let head = proof.split('.').next().ok_or(BAD)?;
         let header: Map<String, Value> = B64
@@ -113,7 +139,7 @@ impl DpopChecker {
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or(BAD)?;
         if text(&header, "typ") != Some("dpop+jwt") {
-            return Err("The DPoP proof's typ is not dpop+jwt");
+            return Err("The DPoP proof's typ is not dpop+jwt".into());
         }
         let alg = text(&header, "alg")
             .and_then(|a| ALGORITHMS.iter().find(|(n, _)| *n == a))
@@ -127,7 +153,7 @@ impl DpopChecker {
             .iter()
             .any(|k| jwk_map.contains_key(*k))
         {
-            return Err("The DPoP proof's jwk holds a private key");
+            return Err("The DPoP proof's jwk holds a private key".into());
         }
         let jkt = thumbprint(jwk_map).ok_or("The DPoP proof's jwk is not a usable public key")?;
         let jwk: Jwk = serde_json::from_value(Value::Object(jwk_map.clone()))
@@ -146,11 +172,11 @@ impl DpopChecker {
             .filter(|j| !j.is_empty() && j.len() <= 256)
             .ok_or("The DPoP proof has no jti")?;
         if text(&claims, "htm") != Some(method) {
-            return Err("The DPoP proof's htm is not this request's method");
+            return Err("The DPoP proof's htm is not this request's method".into());
         }
         let htu = text(&claims, "htu").and_then(normalize_htu);
         if htu.is_none() || htu != normalize_htu(url) {
-            return Err("The DPoP proof's htu is not this request's URL");
+            return Err("The DPoP proof's htu is not this request's URL".into());
         }
         let iat = claims
             .get("iat")
@@ -158,11 +184,17 @@ impl DpopChecker {
             .ok_or("The DPoP proof has no iat")?;
         let t = now();
         if iat + self.window < t || iat > t + self.window {
-            return Err("The DPoP proof's iat is outside the acceptance window");
+            return Err("The DPoP proof's iat is outside the acceptance window".into());
         }
         let ath = B64.encode(Sha256::digest(token.as_bytes()));
         if text(&claims, "ath") != Some(ath.as_str()) {
-            return Err("The DPoP proof's ath does not match the access token");
+            return Err("The DPoP proof's ath does not match the access token".into());
+        }
+        // Before the proof id is remembered: the retry with a nonce is a new proof.
+        if let Some(nonces) = &self.nonces
+            && !text(&claims, "nonce").is_some_and(|n| nonces.check(n))
+        {
+            return Err(Refused::Nonce);
         }
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let horizon = t.saturating_sub(2 * self.window);
@@ -170,11 +202,11 @@ impl DpopChecker {
             seen.retain(|_, at| *at >= horizon);
         }
         if seen.len() >= MAX_SEEN {
-            return Err("Too many DPoP proofs; try again");
+            return Err("Too many DPoP proofs; try again".into());
         }
         let key = format!("{jkt} {jti}");
         if seen.get(&key).is_some_and(|at| *at >= horizon) {
-            return Err("The DPoP proof was used before");
+            return Err("The DPoP proof was used before".into());
         }
         seen.insert(key, t);
         Ok(jkt)

@@ -16,7 +16,10 @@
 //! - DPoP-bound tokens (RFC 9449), opt-in with [`OAuthConfig::dpop`]: each request's
 //!   proof is checked (signature by its `jwk`, `htm`, `htu`, `iat`, `ath`, `jti` replay)
 //!   and must be by the key the token names in `cnf.jkt`; a bound token sent as
-//!   `Bearer` is refused.
+//!   `Bearer` is refused. With [`OAuthConfig::dpop_nonces`] a proof must also carry a
+//!   nonce this deployment issued (RFC 9449 §9): a proof without one, or with a stale
+//!   one, gets `401 use_dpop_nonce` and a fresh nonce in `DPoP-Nonce`. Nonces are tagged
+//!   with a shared key, so every instance accepts the others' and none keeps state.
 //!
 //! ```no_run
 //! # async fn run(runtime_builder: snodo::RuntimeBuilder) -> Result<(), Box<dyn std::error::Error>> {
@@ -47,6 +50,7 @@ mod dpop;
 mod fetch;
 mod introspect;
 mod jwks;
+mod nonce;
 mod scopes;
 mod server;
 mod token;

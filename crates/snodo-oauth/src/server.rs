@@ -15,10 +15,11 @@ use snodo::http::{AuthRejection, Authenticator, Body, Server};
 
 use crate::config::{OAuthConfig, canonical_uri};
 use crate::discovery;
-use crate::dpop::{ALGORITHMS as DPOP_ALGORITHMS, DpopChecker, bound_jkt};
+use crate::dpop::{ALGORITHMS as DPOP_ALGORITHMS, DpopChecker, Refused, bound_jkt};
 use crate::fetch::Fetcher;
 use crate::introspect::Introspector;
 use crate::jwks::JwksCache;
+use crate::nonce::Nonces;
 use crate::token::TokenInfo;
 use crate::validate::{Invalid, JwtRules, looks_like_jwt, verify_jwt};
 
@@ -157,9 +158,13 @@ impl ResourceServer {
             metadata: Bytes::new(),
             jwks,
             introspector,
-            dpop: config
-                .dpop_window
-                .map(|w| DpopChecker::new(w.as_secs().max(1))),
+            dpop: config.dpop_window.map(|w| {
+                let nonces = config
+                    .dpop_nonces
+                    .as_ref()
+                    .map(|(key, lifetime)| Nonces::new(key.clone(), *lifetime));
+                DpopChecker::new(w.as_secs().max(1), nonces)
+            }),
             config,
         };
         inner.metadata = Bytes::from(inner.metadata_document().to_string());
@@ -308,6 +313,19 @@ impl ResourceServer {
         AuthRejection::Unauthorized { www_authenticate }
     }
 
+    /// A `DPoP` challenge asking for a proof with the server's nonce (RFC 9449 §9).
+    fn nonce_refusal(&self, nonce: String) -> AuthRejection {
+        let www_authenticate = format!(
+            "DPoP error=\"use_dpop_nonce\", error_description=\"The DPoP proof must carry a nonce this server issued\", algs=\"{}\", resource_metadata=\"{}\"",
+            dpop_algs().join(" "),
+            quote(&self.inner.metadata_url)
+        );
+        AuthRejection::UseDpopNonce {
+            www_authenticate,
+            nonce,
+        }
+    }
+
     /// The scopes a 401 suggests: those every request needs, else those supported.
     fn suggested_scopes(&self) -> Vec<&str> {
         let cfg = &self.inner.config;
@@ -374,7 +392,9 @@ impl ResourceServer {
                 let mut proofs = request.headers.get_all("dpop").iter();
                 let proof = match (proofs.next(), proofs.next()) {
                     (Some(p), None) => p.to_str().unwrap_or_default(),
-                    _ => return Err(self.dpop_refusal("Exactly one DPoP proof is needed")),
+                    _ => {
+                        return Err(self.dpop_refusal("Exactly one DPoP proof is needed"));
+                    }
                 };
                 let url = format!(
                     "{}{}",
@@ -383,9 +403,13 @@ impl ResourceServer {
                 );
                 match checker.verify(proof, request.method.as_str(), &url, token) {
                     Ok(jkt) => Some(jkt),
-                    Err(reason) => {
+                    Err(Refused::Proof(reason)) => {
                         tracing::debug!(reason, token = %fingerprint(token), "DPoP proof refused");
                         return Err(self.dpop_refusal(reason));
+                    }
+                    Err(Refused::Nonce) => {
+                        let nonce = checker.fresh_nonce().unwrap_or_default();
+                        return Err(self.nonce_refusal(nonce));
                     }
                 }
             }

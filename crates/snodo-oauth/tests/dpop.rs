@@ -1,7 +1,9 @@
 //! DPoP-bound tokens (RFC 9449) at the wire: a bound token with a fresh proof is
 //! accepted; a replayed proof, a proof by another key, for another method or URL, with
 //! a wrong `ath` or a private key in its `jwk`, a bound token sent as `Bearer`, and an
-//! unbound token sent as `DPoP` are all refused with a 401.
+//! unbound token sent as `DPoP` are all refused with a 401. With server nonces, a proof
+//! without one gets `401 use_dpop_nonce` and a `DPoP-Nonce`; a proof carrying it is
+//! accepted by every instance holding the same key, and by no other.
 
 mod support;
 
@@ -161,4 +163,81 @@ async fn metadata_and_challenge_offer_dpop() {
     let r = call(&m, "Bearer x", None).await;
     refused(&r, "garbage");
     assert!(r.challenge().contains("DPoP algs="), "{}", r.challenge());
+}
+
+fn with_nonce(m: &Mcp, token: &str, nonce: &str) -> Value {
+    let mut c = proof_claims(m, token);
+    c["nonce"] = json!(nonce);
+    c
+}
+
+#[tokio::test]
+async fn server_nonces_are_asked_for_and_accepted_by_every_instance_with_the_key() {
+    let as_key = support::rsa("k1");
+    let auth = AuthServer::start(&[&as_key]).await;
+    let instance = |key: &'static [u8]| {
+        let addr = free_port();
+        let c = config(&auth, addr)
+            .dpop(Duration::from_secs(60))
+            .dpop_nonces(key, Duration::from_secs(300));
+        async move { mcp(c, addr, true).await }
+    };
+    let a = instance(b"shared").await;
+    let b = instance(b"shared").await;
+    let stranger = instance(b"another key").await;
+    let pop = support::ec("pop");
+    let bound = |m: &Mcp| {
+        let mut c = claims(&auth, m.addr, "mcp");
+        c["cnf"] = json!({"jkt": thumbprint(&pop.jwk)});
+        sign(&as_key, &c)
+    };
+
+    // No nonce: 401 use_dpop_nonce, with one to use.
+    let token_a = bound(&a);
+    let dpop_a = format!("DPoP {token_a}");
+    let plain = proof_with(&pop, public(&pop.jwk), &proof_claims(&a, &token_a));
+    let r = call(&a, &dpop_a, Some(&plain)).await;
+    refused(&r, "no nonce");
+    assert!(
+        r.challenge().contains("use_dpop_nonce"),
+        "{}",
+        r.challenge()
+    );
+    let nonce = r.header("dpop-nonce").unwrap_or_default().to_owned();
+    assert!(!nonce.is_empty(), "{r:?}");
+
+    // With it: accepted here, and on the other instance holding the key.
+    let p = proof_with(&pop, public(&pop.jwk), &with_nonce(&a, &token_a, &nonce));
+    assert_eq!(call(&a, &dpop_a, Some(&p)).await.status, 200);
+    let token_b = bound(&b);
+    let p = proof_with(&pop, public(&pop.jwk), &with_nonce(&b, &token_b, &nonce));
+    let r = call(&b, &format!("DPoP {token_b}"), Some(&p)).await;
+    assert_eq!(r.status, 200, "instance B with A's nonce: {r:?}");
+
+    // Not on an instance with another key, nor a forged or garbled nonce.
+    let token_s = bound(&stranger);
+    let p = proof_with(
+        &pop,
+        public(&pop.jwk),
+        &with_nonce(&stranger, &token_s, &nonce),
+    );
+    let r = call(&stranger, &format!("DPoP {token_s}"), Some(&p)).await;
+    refused(&r, "another key's nonce");
+    assert!(
+        r.challenge().contains("use_dpop_nonce"),
+        "{}",
+        r.challenge()
+    );
+    for bad in ["", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "not base64!"] {
+        let p = proof_with(&pop, public(&pop.jwk), &with_nonce(&a, &token_a, bad));
+        let r = call(&a, &dpop_a, Some(&p)).await;
+        refused(&r, bad);
+        assert!(r.challenge().contains("use_dpop_nonce"), "{bad}: {r:?}");
+    }
+    // A bad proof is still a bad proof, nonce or not.
+    let mut c = with_nonce(&a, &token_a, &nonce);
+    c["htm"] = json!("GET");
+    let p = proof_with(&pop, public(&pop.jwk), &c);
+    let r = call(&a, &dpop_a, Some(&p)).await;
+    assert!(r.challenge().contains("invalid_dpop_proof"), "{r:?}");
 }

@@ -105,6 +105,15 @@ pub enum AuthRejection {
         /// The challenge, e.g. `Bearer error="invalid_request"`.
         www_authenticate: String,
     },
+    /// 401 with this challenge and a fresh nonce in a `DPoP-Nonce` header: the DPoP proof
+    /// must carry a nonce this server issued (RFC 9449 §9, `error="use_dpop_nonce"`);
+    /// the client signs a new proof with it and sends the request again.
+    UseDpopNonce {
+        /// The challenge, e.g. `DPoP error="use_dpop_nonce", algs="ES256"`.
+        www_authenticate: String,
+        /// The nonce to put in the next proof.
+        nonce: String,
+    },
     /// 403: valid credentials without the needed rights (the challenge is optional,
     /// e.g. `Bearer error="insufficient_scope", scope="files:read"`).
     Forbidden {

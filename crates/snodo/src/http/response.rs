@@ -178,6 +178,9 @@ pub(crate) fn auth_rejected_for(
             Some(www_authenticate.as_str()),
             "Bad Request: malformed authorization",
         ),
+        AuthRejection::UseDpopNonce {
+            www_authenticate, ..
+        } => (Some(www_authenticate.as_str()), "Unauthorized"),
         AuthRejection::Forbidden { www_authenticate } => (www_authenticate.as_deref(), "Forbidden"),
     };
     let status = super::status::of_rejection(rejection);
@@ -188,6 +191,12 @@ pub(crate) fn auth_rejected_for(
     );
     if let Some(v) = challenge.and_then(|c| HeaderValue::from_str(c).ok()) {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    if let AuthRejection::UseDpopNonce { nonce, .. } = rejection
+        && let Ok(v) = HeaderValue::from_str(nonce)
+    {
+        r.headers_mut()
+            .insert(http::HeaderName::from_static("dpop-nonce"), v);
     }
     r
 }

@@ -70,7 +70,9 @@ pub(crate) fn of_ended(dialect: &Dialect, ended: &Ended) -> StatusCode {
 /// The status of an authenticator's (or an authorizer's) refusal: 401, 400 or 403.
 pub(crate) fn of_rejection(rejection: &AuthRejection) -> StatusCode {
     match rejection {
-        AuthRejection::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+        AuthRejection::Unauthorized { .. } | AuthRejection::UseDpopNonce { .. } => {
+            StatusCode::UNAUTHORIZED
+        }
         AuthRejection::BadRequest { .. } => StatusCode::BAD_REQUEST,
         AuthRejection::Forbidden { .. } => StatusCode::FORBIDDEN,
     }
