@@ -214,6 +214,7 @@ impl Client {
                 Err(e) => return Err(e),
                 Ok(result) => {
                     if st.stateless
+                        && !opts.keep_rounds
                         && result.get("resultType").and_then(Value::as_str)
                             == Some("input_required")
                     {
@@ -363,7 +364,7 @@ impl Client {
                     return Err(ClientError::Protocol(e));
                 }
                 Some(Incoming::Request { id, method, params }) => {
-                    answer_server(&self.inner, id, &method, params).await;
+                    answer_server(&self.inner, id, &method, params, opts.questions.as_ref()).await;
                 }
                 Some(Incoming::Notification { method, params }) => {
                     self.inner.handlers.notify(
@@ -410,8 +411,14 @@ pub(crate) fn header_version(st: &State, method: &str) -> Option<String> {
     }
 }
 
-async fn answer_server(inner: &Inner, id: RequestId, method: &str, params: Value) {
-    let outcome = inner.handlers.answer(method, params).await;
+async fn answer_server(
+    inner: &Inner,
+    id: RequestId,
+    method: &str,
+    params: Value,
+    call: Option<&crate::handlers::CallHandler>,
+) {
+    let outcome = inner.handlers.answer_for(method, params, call).await;
     let st = inner.state.read().map(|s| s.clone()).unwrap_or_default();
     let out = Outgoing {
         body: message::response(&id, &outcome),
@@ -431,7 +438,7 @@ pub(crate) async fn unsolicited_loop(
         let Some(inner) = inner.upgrade() else { return };
         match Incoming::classify(v) {
             Some(Incoming::Request { id, method, params }) => {
-                tokio::spawn(async move { answer_server(&inner, id, &method, params).await });
+                tokio::spawn(async move { answer_server(&inner, id, &method, params, None).await });
             }
             Some(Incoming::Notification { method, params }) => {
                 inner.handlers.notify(&method, &params, None, None);
