@@ -42,6 +42,7 @@
 
 #![forbid(unsafe_code)]
 
+mod asking;
 mod mcp;
 mod mirror;
 mod mount;
