@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
+use std::future::Future;
 use std::hash::{BuildHasher as _, Hasher as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -98,17 +99,19 @@ impl Asker {
         })
     }
 
-    /// Registers a backend call in flight; its reports go to `events`.
+    /// Starts the backend call `call` in a task of its own, registered first (its
+    /// question may come back before this returns); its reports go to `events`.
     pub(crate) fn flight(
         self: &Arc<Self>,
         tx: mpsc::UnboundedSender<Event>,
         events: mpsc::UnboundedReceiver<Event>,
-        done: JoinHandle<Result<Value, snodo_client::ClientError>>,
+        call: impl Future<Output = Result<Value, snodo_client::ClientError>> + Send + 'static,
     ) -> Flight {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut f) = self.flights.lock() {
             f.insert(key, tx);
         }
+        let done = tokio::spawn(call);
         Flight {
             key,
             owner: Arc::downgrade(self),

@@ -153,8 +153,9 @@ fn start(
         async move { asking::ask(&tx, m, p).await }
     });
     let (c, method) = (client.clone(), method.to_owned());
-    let done = tokio::spawn(async move { c.request_with(&method, params, &opts).await });
-    asker.flight(tx, rx, done)
+    asker.flight(tx, rx, async move {
+        c.request_with(&method, params, &opts).await
+    })
 }
 
 fn with_round(params: &Value, answers: Map<String, Value>, state: Value) -> Value {
