@@ -340,8 +340,34 @@ impl Client {
         (out, id)
     }
 
-    /// Sends one request and reads its messages until the answer.
+    /// Sends one request and waits for its answer.
     async fn exchange(
+        &self,
+        out: Outgoing,
+        id: &RequestId,
+        opts: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        // An initialize-era server learns of an abandoned request only by a
+        // `notifications/cancelled` (2026-07-28: closing the response is enough).
+        let mut abandon = (!out.mirrors
+            && out.method != "initialize"
+            && !self.inner.transport.cancels_abandoned())
+        .then(|| Abandon {
+            transport: Arc::clone(&self.inner.transport),
+            id: id.clone(),
+            version: out.version.clone(),
+            answered: false,
+        });
+        let r = self.messages(out, id, opts).await;
+        // Answered, refused or failed: only a request dropped while waiting is cancelled.
+        if let Some(a) = &mut abandon {
+            a.answered = true;
+        }
+        r
+    }
+
+    /// Sends one request and reads its messages until the answer.
+    async fn messages(
         &self,
         out: Outgoing,
         id: &RequestId,
@@ -397,6 +423,38 @@ impl Client {
                 false
             }
         }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request dropped before its answer.
+struct Abandon {
+    transport: Arc<dyn Transport>,
+    id: RequestId,
+    version: Option<String>,
+    answered: bool,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.answered || std::thread::panicking() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let out = Outgoing {
+            body: message::notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": self.id, "reason": "the client abandoned the request"})),
+            ),
+            method: "notifications/cancelled".into(),
+            version: self.version.take(),
+            ..Outgoing::default()
+        };
+        let t = Arc::clone(&self.transport);
+        rt.spawn(async move {
+            let _ = t.send(out).await;
+        });
     }
 }
 
