@@ -14,6 +14,8 @@
 #     backend call parked on the front meanwhile);
 #   - snodo-client on 2026-07-28 (tests/interop_rounds.rs): the raw input_required round,
 #     continued by hand, then by the client's own driver.
+# Then `snodo gateway --backend ev=stdio:...` (the binary) the same way with the
+# TypeScript clients.
 # One line per check, ends with "N passed, M failed"; exit 0 iff M == 0, 2 on setup
 # errors. Every process listens on 127.0.0.1 and is stopped by PID.
 #
@@ -54,7 +56,7 @@ stop() {
     unset "PIDS[$1]"
 }
 cleanup() {
-    for n in front evh; do stop "$n"; done
+    for n in front gateway evh; do stop "$n"; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -107,6 +109,17 @@ if ! grep -q '^test result: ok. 1 passed' <<<"$out"; then
 fi
 
 stop front
+
+# The same through the binary: `snodo gateway --backend ev=stdio:...`.
+SNODO_BIN="${SNODO_BIN:-$TARGET/debug/snodo}"
+(cd "$REPO" && cargo build -q -p snodo-cli >&2) || die "building snodo failed"
+GW_PORT=$(free_port)
+start gateway "$GW_PORT" "$SNODO_BIN" gateway --addr "127.0.0.1:$GW_PORT" --backend "ev=stdio:$NODE $EVERYTHING stdio"
+for v in 2026-07-28 2025-11-25 2025-06-18; do
+    tally "$(cd "$HERE" && "$NODE" drive.mjs "http://127.0.0.1:$GW_PORT/mcp" "$v" ev everything elicit 2>&1 |
+        sed 's/^\(ok  *\|FAIL  *\)/&gateway: /' || true)"
+done
+stop gateway
 check_gone() { test -z "$(pgrep -f "$EVERYTHING stdio" || true)"; }
 if check_gone; then echo "ok   no backend child left after the front stopped"; PASS=$((PASS + 1)); else
     echo "FAIL a backend child outlived the front"; FAIL=$((FAIL + 1)); fi

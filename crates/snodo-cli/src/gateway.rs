@@ -75,7 +75,9 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
     let mut builder = Runtime::builder("snodo-gateway", env!("CARGO_PKG_VERSION"))
         .protocols(crate::dialects(&args.protocols)?)
         .declare_all_kinds()
-        .logging();
+        .logging()
+        // Backends' questions reach initialize-era callers as server requests.
+        .legacy_server_requests(Duration::from_secs(120));
     if let Some(k) = shared.state_key {
         builder = builder.request_state_key(k.into_bytes());
     }
