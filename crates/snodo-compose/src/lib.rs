@@ -48,6 +48,7 @@ mod asking;
 mod mcp;
 mod mirror;
 mod mount;
+mod outage;
 mod relay;
 mod source;
 mod transform;
@@ -55,6 +56,7 @@ mod visibility;
 
 pub use mcp::{McpSource, StreamFactory};
 pub use mount::{Mount, MountOptions, Status};
+pub use outage::Outages;
 pub use source::{BoxFuture, Listing, Source, SourceError};
 pub use transform::{ToolPolicy, Transforms};
 pub use visibility::Gate;
