@@ -31,52 +31,12 @@ NODE="${NODE:-node}"
 
 die() { echo "interop/compose/rounds: $*" >&2; echo "0 passed, 1 failed"; exit 2; }
 command -v "$NODE" >/dev/null 2>&1 || die "node not found (set NODE, >= 20)"
-installed() {
-    "$NODE" -e 'try { process.stdout.write(require(process.argv[1] + "/package.json").version) } catch {}' \
-        "$HERE/node_modules/$1" 2>/dev/null || true
-}
-if [ "$(installed @modelcontextprotocol/server-everything)" != 2026.8.31 ] ||
-    [ "$(installed @modelcontextprotocol/client)" != 2.4.0 ]; then
-    (cd "$HERE" && npm ci --ignore-scripts --no-audit --no-fund >&2) || die "npm ci failed"
-fi
+. "$HERE/lib.sh"
+npm_install
 if [ ! -x "$FRONT_BIN" ]; then
     (cd "$REPO" && cargo build -q -p snodo-compose --example compose_front >&2) || die "building compose_front failed"
 fi
 EVERYTHING="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-rounds.XXXXXX")"
-declare -A PIDS=()
-stop() {
-    local pid="${PIDS[$1]:-}"
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    unset "PIDS[$1]"
-}
-cleanup() {
-    for n in front gateway evh; do stop "$n"; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() {
-    "$NODE" -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
-}
-wait_port() {
-    for _ in $(seq 300); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-start() {
-    local name="$1" port="$2"
-    shift 2
-    "$@" >"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    wait_port "$port" || { tail -20 "$WORK/$name.log" >&2; die "$name did not listen on $port"; }
-}
 
 EVH_PORT=$(free_port)
 FRONT_PORT=$(free_port)
@@ -87,14 +47,6 @@ start front "$FRONT_PORT" env RUST_LOG="${RUST_LOG:-snodo_compose=info}" "$FRONT
 URL="http://127.0.0.1:$FRONT_PORT/mcp"
 for _ in $(seq 100); do grep -q '^ready' "$WORK/front.log" && break; sleep 0.1; done
 
-PASS=0
-FAIL=0
-tally() {
-    local out="$1"
-    echo "$out"
-    PASS=$((PASS + $(grep -c '^ok ' <<<"$out" || true)))
-    FAIL=$((FAIL + $(grep -c '^FAIL ' <<<"$out" || true)))
-}
 for v in 2026-07-28 2025-11-25 2025-06-18; do
     for ns in ev evh; do
         tally "$(cd "$HERE" && "$NODE" drive.mjs "$URL" "$v" "$ns" everything elicit 2>&1 || true)"
@@ -120,8 +72,6 @@ for v in 2026-07-28 2025-11-25 2025-06-18; do
         sed 's/^\(ok  *\|FAIL  *\)/&gateway: /' || true)"
 done
 stop gateway
-check_gone() { test -z "$(pgrep -f "$EVERYTHING stdio" || true)"; }
-if check_gone; then echo "ok   no backend child left after the front stopped"; PASS=$((PASS + 1)); else
-    echo "FAIL a backend child outlived the front"; FAIL=$((FAIL + 1)); fi
+check "no backend child left after the front and the gateway stopped" test -z "$(pgrep -f "$EVERYTHING stdio" || true)"
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
