@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher as _, Hasher as _};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -69,21 +69,46 @@ pub(crate) struct Asker {
     /// Tells this instance's parked calls from another's.
     nonce: String,
     next: AtomicU64,
-    flights: Mutex<HashMap<u64, mpsc::UnboundedSender<Event>>>,
+    flights: Mutex<HashMap<u64, Line>>,
     parked: Mutex<HashMap<String, Parked>>,
 }
 
-/// Sends a question to the front call behind `tx` and waits for its answer.
-pub(crate) async fn ask(
-    tx: &mpsc::UnboundedSender<Event>,
-    method: String,
-    params: Value,
-) -> Result<Value, RpcError> {
-    let gone = || RpcError::internal("the front request this question belongs to has ended");
-    let (reply, answer) = oneshot::channel();
-    tx.send(Event::Ask(method, params, reply))
-        .map_err(|_| gone())?;
-    answer.await.unwrap_or_else(|_| Err(gone()))
+/// The way to one backend call's front call, and how many of its questions wait for
+/// an answer (a call blocked on its question, parked or not, asks nothing else).
+#[derive(Clone)]
+pub(crate) struct Line {
+    tx: mpsc::UnboundedSender<Event>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// Counts a question while it waits.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Line {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
+        Self {
+            tx,
+            waiting: Arc::default(),
+        }
+    }
+
+    /// Sends a question to the front call and waits for its answer.
+    pub(crate) async fn ask(&self, method: String, params: Value) -> Result<Value, RpcError> {
+        let gone = || RpcError::internal("the front request this question belongs to has ended");
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(Arc::clone(&self.waiting));
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Event::Ask(method, params, reply))
+            .map_err(|_| gone())?;
+        answer.await.unwrap_or_else(|_| Err(gone()))
+    }
 }
 
 impl Asker {
@@ -103,13 +128,13 @@ impl Asker {
     /// question may come back before this returns); its reports go to `events`.
     pub(crate) fn flight(
         self: &Arc<Self>,
-        tx: mpsc::UnboundedSender<Event>,
+        line: Line,
         events: mpsc::UnboundedReceiver<Event>,
         call: impl Future<Output = Result<Value, snodo_client::ClientError>> + Send + 'static,
     ) -> Flight {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut f) = self.flights.lock() {
-            f.insert(key, tx);
+            f.insert(key, line);
         }
         let done = tokio::spawn(call);
         Flight {
@@ -122,7 +147,8 @@ impl Asker {
 
     /// The client-wide answers to server requests that arrive on no call's stream
     /// (stdio names no request in a server request): put to the only call in flight on
-    /// this connection, refused when there are several (it cannot be told whose).
+    /// this connection that is not waiting for an answer already (a parked call is),
+    /// refused when there are several (it cannot be told whose).
     /// These handlers are also what makes the client declare `elicitation`,
     /// `sampling` and `roots` to the backend.
     pub(crate) fn declare(self: &Arc<Self>, b: ClientBuilder) -> ClientBuilder {
@@ -145,12 +171,17 @@ impl Asker {
 
     async fn ask_sole(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let (sole, n) = match self.flights.lock() {
-            Ok(f) if f.len() == 1 => (f.values().next().cloned(), 1),
-            Ok(f) => (None, f.len()),
+            Ok(f) => {
+                let mut free = f.values().filter(|l| l.waiting.load(Ordering::SeqCst) == 0);
+                match (free.next(), free.next()) {
+                    (Some(l), None) => (Some(l.clone()), 1),
+                    (first, _) => (None, first.map_or(0, |_| 2 + free.count())),
+                }
+            }
             Err(_) => (None, 0),
         };
         match sole {
-            Some(tx) => ask(&tx, method.to_owned(), params).await,
+            Some(line) => line.ask(method.to_owned(), params).await,
             None => {
                 tracing::warn!(source = %self.source, %method, calls = n, "a backend question that names no call, refused");
                 Err(RpcError::internal(format!(

@@ -24,7 +24,7 @@ use snodo::{HandlerError, InputRequest, RequestContext, RpcError};
 use snodo_client::{CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
 
-use crate::asking::{self, Asker, Event, Flight, Parked};
+use crate::asking::{Asker, Event, Flight, Line, Parked};
 use crate::source::SourceError;
 
 /// The most input rounds one front call may relay.
@@ -147,13 +147,14 @@ fn start(
     opts = opts.on_log(move |m| {
         let _ = log.send(Event::Log(m));
     });
-    let questions = tx.clone();
+    let line = Line::new(tx);
+    let questions = line.clone();
     opts = opts.on_server_request(move |m, p| {
-        let tx = questions.clone();
-        async move { asking::ask(&tx, m, p).await }
+        let line = questions.clone();
+        async move { line.ask(m, p).await }
     });
     let (c, method) = (client.clone(), method.to_owned());
-    asker.flight(tx, rx, async move {
+    asker.flight(line, rx, async move {
         c.request_with(&method, params, &opts).await
     })
 }

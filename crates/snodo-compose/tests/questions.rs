@@ -125,3 +125,39 @@ async fn a_stdio_backend_question_with_several_calls_in_flight_is_refused_clearl
         "hi Ada"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_call_leaves_the_connection_to_the_next_question() {
+    let (front, _mount) = setup().await;
+    // A 2026-07-28 caller's call is parked, waiting for its answer...
+    let modern = caller(&front, "2026-07-28").await;
+    let keep = snodo_client::CallOptions::default().keep_input_required();
+    let round = modern
+        .request_with(
+            "tools/call",
+            json!({"name": "s_ask", "arguments": {}}),
+            &keep,
+        )
+        .await
+        .unwrap();
+    assert_eq!(round["resultType"], "input_required", "{round}");
+    // ...so the next question on that connection is the other call's.
+    let legacy = caller(&front, "2025-06-18").await;
+    assert_eq!(
+        legacy.call_tool("s_ask", json!({})).await.unwrap().text(),
+        "hi Ada"
+    );
+    // The parked call goes on when its caller continues.
+    let key = round["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let p = json!({"name": "s_ask", "arguments": {},
+        "inputResponses": {key: {"action": "accept", "content": {"v": "Bo"}}},
+        "requestState": round["requestState"]});
+    let done = modern.request_with("tools/call", p, &keep).await.unwrap();
+    assert_eq!(done["content"][0]["text"], "hi Bo", "{done}");
+}
