@@ -6,8 +6,10 @@
 //   node drive.mjs URL VERSION NS KIND [STEP...]
 //
 // KIND: everything | py | rmcp (what the backend mounted under NS serves). STEPS default
-// to all of: list call local read prompt progress cancel. One line per check,
-// "ok ..." or "FAIL ...", exit 1 on any failure.
+// to all of: list call local read prompt progress cancel; `elicit` (everything only, not
+// by default) calls the backend's elicitation tool with the client answering the form:
+// a server request on an initialize-era front, an input_required round on 2026-07-28.
+// One line per check, "ok ..." or "FAIL ...", exit 1 on any failure.
 
 const [url, WANT, NS, KIND, ...only] = process.argv.slice(2);
 if (!url || !WANT || !NS || !KIND) {
@@ -24,11 +26,24 @@ const fail = m => {
 };
 const want = step => only.length === 0 || only.includes(step);
 
+// The answer to a form: each field's default, and a name.
+const ELICITED = [];
+const fillForm = params => {
+    ELICITED.push(params?.message);
+    const content = { name: 'Ada' };
+    for (const [k, p] of Object.entries(params?.requestedSchema?.properties ?? {})) {
+        if (p.default !== undefined && content[k] === undefined) content[k] = p.default;
+    }
+    return { action: 'accept', content };
+};
+
 async function connect() {
     const info = { name: 'compose-interop', version: '0.1.0' };
+    const capabilities = only.includes('elicit') ? { elicitation: {} } : {};
     if (WANT === '2026-07-28') {
         const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-        const client = new Client(info, { capabilities: {}, versionNegotiation: { mode: { pin: WANT } } });
+        const client = new Client(info, { capabilities, versionNegotiation: { mode: { pin: WANT } } });
+        if (capabilities.elicitation) client.setRequestHandler('elicitation/create', async r => fillForm(r.params));
         await client.connect(new StreamableHTTPClientTransport(new URL(url)), REQ);
         return {
             client,
@@ -37,7 +52,11 @@ async function connect() {
     }
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-    const client = new Client(info, { capabilities: {} });
+    const client = new Client(info, { capabilities });
+    if (capabilities.elicitation) {
+        const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+        client.setRequestHandler(ElicitRequestSchema, async r => fillForm(r.params));
+    }
     const transport = new StreamableHTTPClientTransport(new URL(url));
     const send = transport.send.bind(transport);
     transport.send = (message, options) => {
@@ -62,7 +81,8 @@ const SPEC = {
         read: ['demo://{NS}/resource/dynamic/text/3', 'Resource 3'],
         prompt: ['args-prompt', { city: 'Paris' }, 'Paris'],
         progress: ['trigger-long-running-operation', { duration: 1, steps: 3 }, 3],
-        slow: ['trigger-long-running-operation', { duration: 20, steps: 2 }]
+        slow: ['trigger-long-running-operation', { duration: 20, steps: 2 }],
+        elicit: ['trigger-elicitation-request', {}, '- Name: Ada']
     },
     py: {
         echo: ['echo', { text: 'hi' }, 'echo: hi'],
@@ -146,6 +166,18 @@ if (SPEC.read) {
         const r = await c.callTool({ name: `${NS}_${e}`, arguments: ea });
         if (!text(r).includes(et)) throw new Error(`after cancel: ${JSON.stringify(r)}`);
         ok(`cancel of ${NS}_${n} after ${ms} ms, the backend still answers`);
+    });
+}
+if (SPEC.elicit && only.includes('elicit')) {
+    await step('elicit', async () => {
+        const [n, a, t] = SPEC.elicit;
+        ELICITED.length = 0;
+        const r = await c.callTool({ name: `${NS}_${n}`, arguments: a });
+        if (r.isError || !text(r).includes(t) || ELICITED.length !== 1) {
+            throw new Error(`asked ${ELICITED.length} times; ${JSON.stringify(r).slice(0, 300)}`);
+        }
+        const how = WANT === '2026-07-28' ? 'an input_required round' : 'a server request';
+        ok(`elicit: ${NS}_${n} asked the client (${how}: "${ELICITED[0]}"), answered "${t}"`);
     });
 }
 await client.close().catch(() => {});

@@ -40,15 +40,8 @@ die() { echo "interop/compose: $*" >&2; echo "0 passed, 1 failed"; exit 2; }
 command -v "$NODE" >/dev/null 2>&1 || die "node not found (set NODE, >= 20)"
 
 # ---- installs ----------------------------------------------------------------------
-installed() {
-    "$NODE" -e 'try { process.stdout.write(require(process.argv[1] + "/package.json").version) } catch {}' \
-        "$HERE/node_modules/$1" 2>/dev/null || true
-}
-if [ "$(installed @modelcontextprotocol/server-everything)" != 2026.8.31 ] ||
-    [ "$(installed @modelcontextprotocol/client)" != 2.4.0 ]; then
-    echo "interop/compose: npm ci" >&2
-    (cd "$HERE" && npm ci --ignore-scripts --no-audit --no-fund >&2) || die "npm ci failed"
-fi
+. "$HERE/lib.sh"
+npm_install
 VENV="$HERE/.venv-mcp-$PY_MCP"
 if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$PY_MCP')" 2>/dev/null; then
     rm -rf "$VENV"
@@ -66,42 +59,6 @@ RMCP_BIN="$RMCP_TARGET_DIR/debug/rmcp-bench-server"
 EVERYTHING="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 # ---- processes ---------------------------------------------------------------------
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-interop.XXXXXX")"
-declare -A PIDS=()
-stop() {
-    local pid="${PIDS[$1]:-}"
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    unset "PIDS[$1]"
-}
-cleanup() {
-    for n in front gateway "${!PIDS[@]}"; do stop "$n"; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-    "$NODE" -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
-}
-wait_port() {
-    for _ in $(seq 300); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# start NAME PORT CMD...: a background process, its output in $WORK/NAME.log
-start() {
-    local name="$1" port="$2"
-    shift 2
-    "$@" >"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    wait_port "$port" || { tail -20 "$WORK/$name.log" >&2; die "$name did not listen on $port"; }
-}
-
 EVH_PORT=$(free_port)
 PY_PORT=$(free_port)
 RM_PORT=$(free_port)
@@ -121,20 +78,8 @@ URL="http://127.0.0.1:$FRONT_PORT/mcp"
 for _ in $(seq 100); do grep -q '^ready' "$WORK/front.log" && break; sleep 0.1; done
 
 # ---- checks ------------------------------------------------------------------------
-PASS=0
-FAIL=0
-tally() { # a driver's output: count its lines
-    local out="$1"
-    echo "$out"
-    PASS=$((PASS + $(grep -c '^ok ' <<<"$out" || true)))
-    FAIL=$((FAIL + $(grep -c '^FAIL ' <<<"$out" || true)))
-}
 ts() { tally "$(cd "$HERE" && "$NODE" drive.mjs "$URL" "$@" 2>&1 || true)"; }
 py() { tally "$("$VENV/bin/python" "$HERE/drive.py" "$URL" "$@" 2>&1 || true)"; }
-check() { # check NAME CMD...: one line for a shell condition
-    if "${@:2}"; then echo "ok   $1"; PASS=$((PASS + 1)); else echo "FAIL $1"; FAIL=$((FAIL + 1)); fi
-}
-
 for v in "${VERSIONS[@]}"; do
     ts "$v" ev everything
     ts "$v" evh everything

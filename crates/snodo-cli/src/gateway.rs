@@ -72,17 +72,22 @@ fn sources(args: &GatewayArgs) -> Result<Vec<(McpSource, Transforms)>, String> {
 /// Runs the gateway until SIGTERM or Ctrl-C.
 pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String> {
     let sources = sources(&args)?;
+    // A call to a component of a backend that is down names the backend.
+    let outages = snodo_compose::Outages::new();
     let mut builder = Runtime::builder("snodo-gateway", env!("CARGO_PKG_VERSION"))
         .protocols(crate::dialects(&args.protocols)?)
         .declare_all_kinds()
-        .logging();
+        .layer(outages.clone())
+        .logging()
+        // Backends' questions reach initialize-era callers as server requests.
+        .legacy_server_requests(Duration::from_secs(120));
     if let Some(k) = shared.state_key {
         builder = builder.request_state_key(k.into_bytes());
     }
     let front = builder.build().map_err(|e| e.to_string())?;
     let mounts: Vec<Mount> = sources
         .into_iter()
-        .map(|(s, t)| Mount::new(&front, s, t))
+        .map(|(s, t)| Mount::new(&front, s, t).report_outages(&outages))
         .collect();
     for m in &mounts {
         match m.ready(Duration::from_secs(args.ready_timeout_secs)).await {

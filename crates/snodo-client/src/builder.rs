@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Client, Inner, State, unsolicited_loop};
 use crate::error::ClientError;
-use crate::handlers::{EventFn, Handler, Handlers, LogFn, ProgressFn};
+use crate::handlers::{CallHandler, EventFn, Handler, Handlers, LogFn, ProgressFn};
 use crate::http::{HttpTransport, InProcess};
 use crate::hyper_client::{HTTPS, Hyper};
 use crate::stdio::StdioTransport;
@@ -50,6 +50,8 @@ pub struct CallOptions {
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     pub(crate) timeout: Option<Duration>,
+    pub(crate) questions: Option<CallHandler>,
+    pub(crate) keep_rounds: bool,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -58,6 +60,8 @@ impl std::fmt::Debug for CallOptions {
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.is_some())
             .field("timeout", &self.timeout)
+            .field("questions", &self.questions.is_some())
+            .field("keep_rounds", &self.keep_rounds)
             .finish()
     }
 }
@@ -76,6 +80,29 @@ impl CallOptions {
     #[must_use]
     pub fn on_log(mut self, f: impl Fn(crate::LogMessage) + Send + Sync + 'static) -> Self {
         self.log = Some(Arc::new(f));
+        self
+    }
+
+    /// Answer the server requests that arrive on this call's own stream (an
+    /// initialize-era HTTP server asking during the call, on the call's SSE answer)
+    /// with `f` instead of the client's handlers. Only the questions the client
+    /// declared (registered with [`ClientBuilder::on_elicitation`] and the like) reach
+    /// `f`; over stdio a server request names no call and goes to the client's handlers.
+    #[must_use]
+    pub fn on_server_request<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, snodo::RpcError>> + Send + 'static,
+    {
+        self.questions = Some(Arc::new(move |m, p| Box::pin(f(m, p))));
+        self
+    }
+
+    /// Return a 2026-07-28 `input_required` result as it is, instead of answering its
+    /// requests and retrying (for a caller that relays the rounds, e.g. a proxy).
+    #[must_use]
+    pub fn keep_input_required(mut self) -> Self {
+        self.keep_rounds = true;
         self
     }
 

@@ -214,6 +214,7 @@ impl Client {
                 Err(e) => return Err(e),
                 Ok(result) => {
                     if st.stateless
+                        && !opts.keep_rounds
                         && result.get("resultType").and_then(Value::as_str)
                             == Some("input_required")
                     {
@@ -339,8 +340,34 @@ impl Client {
         (out, id)
     }
 
-    /// Sends one request and reads its messages until the answer.
+    /// Sends one request and waits for its answer.
     async fn exchange(
+        &self,
+        out: Outgoing,
+        id: &RequestId,
+        opts: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        // An initialize-era server learns of an abandoned request only by a
+        // `notifications/cancelled` (2026-07-28: closing the response is enough).
+        let mut abandon = (!out.mirrors
+            && out.method != "initialize"
+            && !self.inner.transport.cancels_abandoned())
+        .then(|| Abandon {
+            transport: Arc::clone(&self.inner.transport),
+            id: id.clone(),
+            version: out.version.clone(),
+            answered: false,
+        });
+        let r = self.messages(out, id, opts).await;
+        // Answered, refused or failed: only a request dropped while waiting is cancelled.
+        if let Some(a) = &mut abandon {
+            a.answered = true;
+        }
+        r
+    }
+
+    /// Sends one request and reads its messages until the answer.
+    async fn messages(
         &self,
         out: Outgoing,
         id: &RequestId,
@@ -363,7 +390,7 @@ impl Client {
                     return Err(ClientError::Protocol(e));
                 }
                 Some(Incoming::Request { id, method, params }) => {
-                    answer_server(&self.inner, id, &method, params).await;
+                    answer_server(&self.inner, id, &method, params, opts.questions.as_ref()).await;
                 }
                 Some(Incoming::Notification { method, params }) => {
                     self.inner.handlers.notify(
@@ -399,6 +426,38 @@ impl Client {
     }
 }
 
+/// Sends `notifications/cancelled` for a request dropped before its answer.
+struct Abandon {
+    transport: Arc<dyn Transport>,
+    id: RequestId,
+    version: Option<String>,
+    answered: bool,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.answered || std::thread::panicking() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let out = Outgoing {
+            body: message::notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": self.id, "reason": "the client abandoned the request"})),
+            ),
+            method: "notifications/cancelled".into(),
+            version: self.version.take(),
+            ..Outgoing::default()
+        };
+        let t = Arc::clone(&self.transport);
+        rt.spawn(async move {
+            let _ = t.send(out).await;
+        });
+    }
+}
+
 /// The `MCP-Protocol-Version` header for a message: every 2026 message; initialize-era
 /// messages after `initialize`, in the dialects that have the header (the dialect says).
 pub(crate) fn header_version(st: &State, method: &str) -> Option<String> {
@@ -410,8 +469,14 @@ pub(crate) fn header_version(st: &State, method: &str) -> Option<String> {
     }
 }
 
-async fn answer_server(inner: &Inner, id: RequestId, method: &str, params: Value) {
-    let outcome = inner.handlers.answer(method, params).await;
+async fn answer_server(
+    inner: &Inner,
+    id: RequestId,
+    method: &str,
+    params: Value,
+    call: Option<&crate::handlers::CallHandler>,
+) {
+    let outcome = inner.handlers.answer_for(method, params, call).await;
     let st = inner.state.read().map(|s| s.clone()).unwrap_or_default();
     let out = Outgoing {
         body: message::response(&id, &outcome),
@@ -431,7 +496,7 @@ pub(crate) async fn unsolicited_loop(
         let Some(inner) = inner.upgrade() else { return };
         match Incoming::classify(v) {
             Some(Incoming::Request { id, method, params }) => {
-                tokio::spawn(async move { answer_server(&inner, id, &method, params).await });
+                tokio::spawn(async move { answer_server(&inner, id, &method, params, None).await });
             }
             Some(Incoming::Notification { method, params }) => {
                 inner.handlers.notify(&method, &params, None, None);

@@ -13,6 +13,12 @@ use crate::types::{LogMessage, Progress, ServerEvent};
 /// Answers one kind of server question: gets its params, returns its result.
 pub type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
 
+/// Answers the server's questions that belong to one call (see
+/// [`CallOptions::on_server_request`](crate::CallOptions::on_server_request)): gets the
+/// method (`elicitation/create`, `sampling/createMessage`, `roots/list`) and its params.
+pub type CallHandler =
+    Arc<dyn Fn(String, Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
+
 /// Receives progress for a request.
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 /// Receives log messages.
@@ -69,8 +75,22 @@ impl Handlers {
 
     /// Answers a server request.
     pub(crate) async fn answer(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        self.answer_for(method, params, None).await
+    }
+
+    /// Answers a server request that belongs to a call: the call's own handler (if it
+    /// has one) answers the questions this client declared; the client's otherwise.
+    pub(crate) async fn answer_for(
+        &self,
+        method: &str,
+        params: Value,
+        call: Option<&CallHandler>,
+    ) -> Result<Value, RpcError> {
         if method == "ping" {
             return Ok(json!({}));
+        }
+        if let (Some(h), Some(_)) = (call, self.for_method(method)) {
+            return h(method.to_owned(), params).await;
         }
         match self.for_method(method) {
             Some(h) => h(params).await,

@@ -108,7 +108,7 @@ mod types;
 pub use builder::{CallOptions, ClientBuilder, Protocol};
 pub use client::Client;
 pub use error::ClientError;
-pub use handlers::{EventFn, Handler, LogFn, ProgressFn, accept_with_defaults};
+pub use handlers::{CallHandler, EventFn, Handler, LogFn, ProgressFn, accept_with_defaults};
 pub use types::{
     CallToolResult, Completion, Content, GetPromptResult, LogMessage, Progress, Prompt,
     PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,

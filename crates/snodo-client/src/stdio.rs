@@ -264,6 +264,10 @@ impl Transport for StdioTransport {
         Box::pin(async move { self.write(&out.body).await })
     }
 
+    fn cancels_abandoned(&self) -> bool {
+        true
+    }
+
     fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
         self.unsolicited.lock().ok()?.take()
     }

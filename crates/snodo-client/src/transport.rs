@@ -49,6 +49,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Sends a notification or the answer to a server request.
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<(), ClientError>>;
 
+    /// Whether the transport itself tells the server about a request whose stream was
+    /// dropped before its answer (stdio does); otherwise an initialize-era client POSTs
+    /// `notifications/cancelled` for it.
+    fn cancels_abandoned(&self) -> bool {
+        false
+    }
+
     /// Messages that belong to no request (stdio: server requests, list changes, logs).
     fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
         None

@@ -35,6 +35,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .protocols(ALL.iter().copied())
         .declare_all_kinds()
         .logging()
+        // Backends' questions reach initialize-era callers as server requests.
+        .legacy_server_requests(Duration::from_secs(120))
         .tool(
             Tool::new("local_echo")
                 .description("Echoes its text (a tool of the front itself)")

@@ -14,7 +14,9 @@
 //!
 //! Through a mount: the backend's progress and log notifications for a call go out on
 //! the front request's stream; a front cancellation abandons the backend request (which
-//! the client turns into the backend's cancellation); the backend's JSON-RPC errors
+//! the client turns into the backend's cancellation); the backend's questions (a
+//! 2026-07-28 backend's `input_required`, an initialize-era backend's server requests)
+//! reach the front caller in its own form; the backend's JSON-RPC errors
 //! keep their codes; a backend that is down leaves the lists (logged, counted in
 //! [`Mount::down_count`]) and a call that finds it down fails with an error naming it.
 //! See `docs/composition.md`.
@@ -42,9 +44,11 @@
 
 #![forbid(unsafe_code)]
 
+mod asking;
 mod mcp;
 mod mirror;
 mod mount;
+mod outage;
 mod relay;
 mod source;
 mod transform;
@@ -52,6 +56,7 @@ mod visibility;
 
 pub use mcp::{McpSource, StreamFactory};
 pub use mount::{Mount, MountOptions, Status};
+pub use outage::Outages;
 pub use source::{BoxFuture, Listing, Source, SourceError};
 pub use transform::{ToolPolicy, Transforms};
 pub use visibility::Gate;

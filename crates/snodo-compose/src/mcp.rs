@@ -61,6 +61,8 @@ pub struct McpSource {
     /// Connections made so far (a reconnection lists again).
     connections: std::sync::atomic::AtomicU64,
     changes: watch::Sender<u64>,
+    /// The backend's calls in flight and parked (its questions go to their callers).
+    asker: Arc<crate::asking::Asker>,
 }
 
 impl std::fmt::Debug for McpSource {
@@ -73,8 +75,10 @@ impl std::fmt::Debug for McpSource {
 
 impl McpSource {
     fn new(name: impl Into<String>, target: Target) -> Self {
+        let name = name.into();
         Self {
-            name: name.into(),
+            asker: crate::asking::Asker::new(&name),
+            name,
             target,
             headers: Vec::new(),
             protocol: Protocol::Auto,
@@ -205,6 +209,7 @@ impl McpSource {
             .on_log(move |m| {
                 tracing::debug!(source = %log_name, level = %m.level, data = %m.data, "backend log");
             });
+        b = self.asker.declare(b);
         for (n, v) in &self.headers {
             b = b.header(n.clone(), v.clone());
         }
@@ -364,14 +369,15 @@ impl Source for McpSource {
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         Box::pin(async move {
             let c = self.client().await?;
-            match relay::call(&c, method, params, ctx).await {
+            match relay::call(&c, &self.asker, method, params, ctx).await {
                 Ok(v) => Ok(v),
+                Err(relay::Stop::Source(e)) => Err(e),
                 // The front gave up: the backend request was abandoned, the connection
                 // is fine.
                 Err(_) if ctx.is_cancelled() => Err(SourceError::Rpc(snodo::RpcError::internal(
                     "the request was cancelled",
                 ))),
-                Err(e) => Err(self.fail(e).await),
+                Err(relay::Stop::Client(e)) => Err(self.fail(e).await),
             }
         })
     }

@@ -47,6 +47,7 @@ impl Forward {
         match self.source.request(method, params, ctx).await {
             Ok(v) => Ok(v),
             Err(SourceError::Rpc(e)) => Err(HandlerError::Protocol(e)),
+            Err(SourceError::InputRequired(i)) => Err(HandlerError::InputRequired(i)),
             Err(SourceError::Down(m)) => {
                 tracing::warn!(source = %self.source.name(), %method, error = %m, "backend call failed");
                 self.poke.notify_one();

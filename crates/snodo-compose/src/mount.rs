@@ -10,7 +10,8 @@ use snodo::Runtime;
 use tokio::sync::{Notify, watch};
 
 use crate::mirror::{self, Forward, Item};
-use crate::source::{Listing, Source};
+use crate::outage::Outages;
+use crate::source::{Listing, Source, SourceError};
 use crate::transform::Transforms;
 use crate::visibility::Kind;
 
@@ -62,6 +63,18 @@ struct Shared {
     status: watch::Sender<Status>,
     installed: std::sync::Mutex<Installed>,
     downs: AtomicU64,
+    id: u64,
+    /// Where the names taken out while the backend is down are reported.
+    outages: std::sync::Mutex<Option<Outages>>,
+}
+
+/// Tells mounts apart in [`Outages`].
+static MOUNTS: AtomicU64 = AtomicU64::new(0);
+
+impl Shared {
+    fn outages(&self) -> Option<Outages> {
+        self.outages.lock().ok().and_then(|o| o.clone())
+    }
 }
 
 /// A source mounted in a front runtime. Dropping it unmounts: its components leave
@@ -118,6 +131,8 @@ impl Mount {
             status: watch::channel(Status::Connecting).0,
             installed: std::sync::Mutex::new(Installed::default()),
             downs: AtomicU64::new(0),
+            outages: std::sync::Mutex::new(None),
+            id: MOUNTS.fetch_add(1, Ordering::Relaxed),
         });
         let task = tokio::spawn(run(Arc::clone(&shared), options));
         Self { shared, task }
@@ -133,6 +148,17 @@ impl Mount {
     #[must_use]
     pub fn down_count(&self) -> u64 {
         self.shared.downs.load(Ordering::Relaxed)
+    }
+
+    /// While the backend is down, a call to one of the components this mount took out
+    /// is answered by `outages` (installed on the front) with an error naming the
+    /// backend.
+    #[must_use]
+    pub fn report_outages(self, outages: &Outages) -> Self {
+        if let Ok(mut o) = self.shared.outages.lock() {
+            *o = Some(outages.clone());
+        }
+        self
     }
 
     /// Lists the source again now.
@@ -157,6 +183,9 @@ impl Drop for Mount {
     fn drop(&mut self) {
         self.task.abort();
         uninstall(&self.shared);
+        if let Some(o) = self.shared.outages() {
+            o.clear(self.shared.id);
+        }
     }
 }
 
@@ -283,6 +312,9 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
             Ok(listing) => {
                 generation += 1;
                 let components = install(&shared, &listing);
+                if let Some(o) = shared.outages() {
+                    o.clear(shared.id);
+                }
                 tracing::info!(source = %source.name(), components, "mounted");
                 shared.status.send_replace(Status::Up {
                     components,
@@ -297,7 +329,20 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     shared.downs.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
                 }
+                let gone: Vec<String> = shared
+                    .installed
+                    .lock()
+                    .map(|i| i.0.iter().map(|(_, n)| n.clone()).collect())
+                    .unwrap_or_default();
                 uninstall(&shared);
+                if let Some(o) = shared.outages() {
+                    let name = source.name();
+                    let message = match &e {
+                        SourceError::Down(m) if m.contains(name) => m.clone(),
+                        e => format!("backend \"{name}\" is unavailable: {e}"),
+                    };
+                    o.mark(shared.id, gone, &message);
+                }
                 shared.status.send_replace(Status::Down(e.to_string()));
                 false
             }

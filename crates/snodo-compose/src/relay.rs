@@ -1,69 +1,309 @@
 //! One backend request on behalf of a front request: the backend's progress and log
-//! notifications for it go out on the front request's stream, and the front's
-//! cancellation (a `notifications/cancelled`, a disconnect, the deadline) abandons the
-//! backend request, which `snodo-client` turns into the backend's cancellation
-//! (`notifications/cancelled` on stdio, the response closed over HTTP).
+//! notifications for it go out on the front request's stream; the front's cancellation
+//! (a `notifications/cancelled`, a disconnect, the deadline) abandons the backend
+//! request, which `snodo-client` turns into the backend's cancellation
+//! (`notifications/cancelled` on stdio, the response closed over HTTP); and the
+//! backend's questions reach the front caller.
+//!
+//! Questions, both ways round, go through the front's own
+//! [`RequestContext::ask_all`], which asks a legacy front caller with a server request
+//! and a 2026-07-28 one with `input_required`:
+//! - a 2026-07-28 backend's `input_required` result: its `inputRequests` are asked of
+//!   the front caller; its `requestState` travels inside the front's (sealed with the
+//!   front's state key), and the continuation re-sends the call with the answers and
+//!   the backend's own state, on any instance;
+//! - an initialize-era backend's server request during the call: asked of the front
+//!   caller; for a 2026-07-28 front the backend call is parked on this instance
+//!   ([`Asker`]) and the front's `requestState` names it.
 
-use serde_json::Value;
-use snodo::RequestContext;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
 use snodo::protocol::LogLevel;
-use snodo_client::{CallOptions, Client, ClientError, LogMessage, Progress};
+use snodo::{HandlerError, InputRequest, RequestContext, RpcError};
+use snodo_client::{CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
 
-enum Note {
-    Progress(Progress),
-    Log(LogMessage),
+use crate::asking::{Asker, Event, Flight, Line, Parked};
+use crate::source::SourceError;
+
+/// The most input rounds one front call may relay.
+const MAX_ROUNDS: u64 = 32;
+
+/// Why a relayed call stopped without a result.
+pub(crate) enum Stop {
+    /// The backend connection failed (or the front cancelled).
+    Client(ClientError),
+    /// An answer for the front: an error, or a round of questions.
+    Source(SourceError),
 }
 
-/// Sends `method` with `params` to `client`, relaying progress and logs to `ctx`.
-pub(crate) async fn call(
+impl From<RpcError> for Stop {
+    fn from(e: RpcError) -> Self {
+        Self::Source(SourceError::Rpc(e))
+    }
+}
+
+/// The front round's state (the application state of the front's sealed
+/// `requestState`): where the backend call stands.
+enum Round {
+    /// A 2026-07-28 backend asked (`b`: its `requestState`; `q`: its `inputRequests`).
+    Backend {
+        state: Value,
+        asked: Map<String, Value>,
+    },
+    /// An initialize-era backend's call is parked under `id`, waiting for the answer
+    /// to `q` under `key`.
+    Parked {
+        id: String,
+        key: String,
+        asked: Value,
+    },
+}
+
+impl Round {
+    fn read(ctx: &RequestContext) -> Option<(Self, u64)> {
+        let s = ctx.request_state()?;
+        let n = s.get("n").and_then(Value::as_u64)?;
+        if let Some(id) = s.get("park").and_then(Value::as_str) {
+            let key = s.get("key").and_then(Value::as_str)?.to_owned();
+            let asked = s.get("q").cloned()?;
+            return Some((
+                Self::Parked {
+                    id: id.to_owned(),
+                    key,
+                    asked,
+                },
+                n,
+            ));
+        }
+        let state = s.get("b").cloned().unwrap_or(Value::Null);
+        let asked = s.get("q").and_then(Value::as_object).cloned()?;
+        Some((Self::Backend { state, asked }, n))
+    }
+}
+
+/// The front key of a backend key in round `n` (answers of every round accumulate in
+/// the front's state: a key asked again in a later round must be a new one).
+fn front_key(key: &str, n: u64) -> String {
+    if n <= 1 {
+        key.to_owned()
+    } else {
+        format!("{key}~{n}")
+    }
+}
+
+/// A backend's questions as the front asks them.
+fn questions(asked: &Map<String, Value>, n: u64) -> Result<Vec<(String, InputRequest)>, RpcError> {
+    asked
+        .iter()
+        .map(|(k, q)| {
+            let method = q.get("method").and_then(Value::as_str).unwrap_or_default();
+            let params = q.get("params").cloned().unwrap_or(Value::Null);
+            InputRequest::from_wire(method, params)
+                .map(|r| (front_key(k, n), r))
+                .ok_or_else(|| {
+                    RpcError::internal(format!(
+                        "the backend asked {method:?}, which cannot be relayed"
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Asks the front caller; a round of questions comes back as [`Stop`] with `state`.
+async fn ask_front(
+    ctx: &RequestContext,
+    qs: Vec<(String, InputRequest)>,
+    state: impl FnOnce() -> Value,
+) -> Result<Map<String, Value>, Stop> {
+    match ctx.ask_all(qs).await {
+        Ok(a) => Ok(a),
+        Err(HandlerError::InputRequired(i)) => Err(Stop::Source(SourceError::InputRequired(
+            i.with_state(state()),
+        ))),
+        Err(HandlerError::Protocol(e)) => Err(e.into()),
+        Err(e) => Err(RpcError::internal(e.to_string()).into()),
+    }
+}
+
+/// Starts the backend request in a task of its own: its reports arrive on the flight.
+fn start(
     client: &Client,
+    asker: &Arc<Asker>,
     method: &str,
     params: Value,
     ctx: &RequestContext,
-) -> Result<Value, ClientError> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Note>();
-    let mut opts = CallOptions::default();
+) -> Flight {
+    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let mut opts = CallOptions::default().keep_input_required();
     if ctx.wants_progress() {
         let tx = tx.clone();
         opts = opts.on_progress(move |p| {
-            let _ = tx.send(Note::Progress(p));
+            let _ = tx.send(Event::Progress(p));
         });
     }
+    let log = tx.clone();
     opts = opts.on_log(move |m| {
-        let _ = tx.send(Note::Log(m));
+        let _ = log.send(Event::Log(m));
     });
-    let call = client.request_with(method, params, &opts);
-    tokio::pin!(call);
-    let cancelled = ctx.cancellation().clone();
+    let line = Line::new(tx);
+    let questions = line.clone();
+    opts = opts.on_server_request(move |m, p| {
+        let line = questions.clone();
+        async move { line.ask(m, p).await }
+    });
+    let (c, method) = (client.clone(), method.to_owned());
+    asker.flight(line, rx, async move {
+        c.request_with(&method, params, &opts).await
+    })
+}
+
+fn with_round(params: &Value, answers: Map<String, Value>, state: Value) -> Value {
+    let mut p = params.as_object().cloned().unwrap_or_default();
+    p.insert("inputResponses".into(), Value::Object(answers));
+    if !state.is_null() {
+        p.insert("requestState".into(), state);
+    }
+    Value::Object(p)
+}
+
+/// Sends `method` with `params` through `client`, relaying progress, logs and
+/// questions to the front request `ctx`.
+pub(crate) async fn call(
+    client: &Client,
+    asker: &Arc<Asker>,
+    method: &str,
+    params: Value,
+    ctx: &RequestContext,
+) -> Result<Value, Stop> {
+    let (mut flight, mut n) = match Round::read(ctx) {
+        None => (start(client, asker, method, params.clone(), ctx), 0),
+        Some((Round::Backend { state, asked }, n)) => {
+            let qs = questions(&asked, n)?;
+            let again = || json!({"b": state, "q": asked, "n": n});
+            let got = ask_front(ctx, qs, again).await?;
+            let answers = answers_by_backend_key(&asked, got, n);
+            let p = with_round(&params, answers, state.clone());
+            (start(client, asker, method, p, ctx), n)
+        }
+        Some((Round::Parked { id, key, asked }, n)) => {
+            let parked = asker.unpark(&id)?;
+            let q = asked
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let q = InputRequest::from_wire(q, asked.get("params").cloned().unwrap_or(Value::Null))
+                .ok_or_else(|| RpcError::invalid_params("requestState names no question"))?;
+            match ctx.ask_all([(key.clone(), q)]).await {
+                Ok(mut a) => {
+                    let _ = parked.reply.send(Ok(a.remove(&key).unwrap_or(Value::Null)));
+                }
+                Err(HandlerError::InputRequired(i)) => {
+                    // Still unanswered: parked again, under the same id.
+                    let id = asker
+                        .park(parked)
+                        .map_err(|_| RpcError::internal("too many parked calls"))?;
+                    let state = json!({"park": id, "key": key, "q": asked, "n": n});
+                    return Err(Stop::Source(SourceError::InputRequired(
+                        i.with_state(state),
+                    )));
+                }
+                Err(HandlerError::Protocol(e)) => return Err(e.into()),
+                Err(e) => return Err(RpcError::internal(e.to_string()).into()),
+            }
+            (parked.flight, n)
+        }
+    };
     loop {
         tokio::select! {
             biased;
-            // Dropping the call future abandons the backend request (its cancellation).
-            () = cancelled.cancelled() => {
-                return Err(ClientError::Transport("the front request was cancelled".into()));
+            // Dropping the flight abandons the backend request (its cancellation).
+            () = ctx.cancellation().cancelled() => {
+                return Err(Stop::Client(ClientError::Transport("the front request was cancelled".into())));
             }
-            Some(note) = rx.recv() => relay(ctx, note).await,
-            r = &mut call => {
-                // What arrived before the answer still goes out first.
-                while let Ok(note) = rx.try_recv() {
-                    relay(ctx, note).await;
+            Some(ev) = flight.events.recv() => match ev {
+                Event::Ask(m, p, reply) => {
+                    n += 1;
+                    if n > MAX_ROUNDS {
+                        let _ = reply.send(Err(RpcError::internal("too many questions in one call")));
+                        continue;
+                    }
+                    let Some(q) = InputRequest::from_wire(&m, p) else {
+                        let _ = reply.send(Err(RpcError::method_not_found(&m)));
+                        continue;
+                    };
+                    let key = format!("{}{n}", m.split('/').next().unwrap_or("q"));
+                    let wire = json!({"method": q.method(), "params": q.params()});
+                    match ctx.ask_all([(key.clone(), q)]).await {
+                        Ok(mut a) => {
+                            let _ = reply.send(Ok(a.remove(&key).unwrap_or(Value::Null)));
+                        }
+                        Err(HandlerError::InputRequired(i)) => {
+                            let id = asker.park(Parked { flight, reply }).map_err(|p| {
+                                let _ = p.reply.send(Err(RpcError::internal("too many parked calls")));
+                                RpcError::internal("the proxy has too many calls waiting for answers")
+                            })?;
+                            let state = json!({"park": id, "key": key, "q": wire, "n": n});
+                            return Err(Stop::Source(SourceError::InputRequired(i.with_state(state))));
+                        }
+                        Err(HandlerError::Protocol(e)) => return Err(e.into()),
+                        Err(e) => return Err(RpcError::internal(e.to_string()).into()),
+                    }
                 }
-                return r;
+                Event::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
+                Event::Log(m) => relay_log(ctx, m).await,
+            },
+            r = &mut flight.done => {
+                // What arrived before the answer still goes out first.
+                while let Ok(ev) = flight.events.try_recv() {
+                    match ev {
+                        Event::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
+                        Event::Log(m) => relay_log(ctx, m).await,
+                        Event::Ask(_, _, reply) => {
+                            let _ = reply.send(Err(RpcError::internal("the call has ended")));
+                        }
+                    }
+                }
+                let v = match r {
+                    Ok(Ok(v)) => v,
+                    Ok(Err(e)) => return Err(Stop::Client(e)),
+                    Err(e) => return Err(Stop::Client(ClientError::Transport(e.to_string()))),
+                };
+                if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                    return Ok(v);
+                }
+                // A 2026-07-28 backend asks: a round of the front's.
+                n += 1;
+                if n > MAX_ROUNDS {
+                    return Err(RpcError::internal("the backend asked for too many input rounds").into());
+                }
+                let asked = v.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+                let state = v.get("requestState").cloned().unwrap_or(Value::Null);
+                let qs = questions(&asked, n)?;
+                let again = || json!({"b": state, "q": asked, "n": n});
+                // A legacy front caller answers right away (server requests).
+                let got = ask_front(ctx, qs, again).await?;
+                let answers = answers_by_backend_key(&asked, got, n);
+                flight = start(client, asker, method, with_round(&params, answers, state.clone()), ctx);
             }
         }
     }
 }
 
-async fn relay(ctx: &RequestContext, note: Note) {
-    match note {
-        Note::Progress(p) => {
-            ctx.progress(p.progress, p.total, p.message.as_deref())
-                .await
-        }
-        Note::Log(m) => {
-            let level = LogLevel::parse(&m.level).unwrap_or(LogLevel::Info);
-            ctx.log(level, m.logger.as_deref(), m.data).await;
-        }
-    }
+/// The front's answers under the backend's own keys.
+fn answers_by_backend_key(
+    asked: &Map<String, Value>,
+    mut got: Map<String, Value>,
+    n: u64,
+) -> Map<String, Value> {
+    asked
+        .keys()
+        .filter_map(|k| got.remove(&front_key(k, n)).map(|v| (k.clone(), v)))
+        .collect()
+}
+
+async fn relay_log(ctx: &RequestContext, m: snodo_client::LogMessage) {
+    let level = LogLevel::parse(&m.level).unwrap_or(LogLevel::Info);
+    ctx.log(level, m.logger.as_deref(), m.data).await;
 }

@@ -33,6 +33,9 @@ pub enum SourceError {
     Rpc(RpcError),
     /// The backend could not be reached or broke the protocol (it is then down).
     Down(String),
+    /// The backend asked questions the front caller answers first (a 2026-07-28 front
+    /// caller gets them as `input_required`, its `requestState` carrying this state).
+    InputRequired(snodo::InputRequired),
 }
 
 impl fmt::Display for SourceError {
@@ -40,6 +43,7 @@ impl fmt::Display for SourceError {
         match self {
             Self::Rpc(e) => write!(f, "{} ({})", e.message(), e.code().0),
             Self::Down(m) => f.write_str(m),
+            Self::InputRequired(_) => f.write_str("input required"),
         }
     }
 }

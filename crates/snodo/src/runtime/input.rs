@@ -81,6 +81,29 @@ impl InputRequest {
         }
     }
 
+    /// A question as another server sent it (a proxy relaying a backend's question):
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list` with its params;
+    /// `None` for any other method.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use snodo::InputRequest;
+    /// let q = InputRequest::from_wire("roots/list", json!({})).unwrap();
+    /// assert_eq!(q, InputRequest::list_roots());
+    /// assert!(InputRequest::from_wire("tools/call", json!({})).is_none());
+    /// ```
+    #[must_use]
+    pub fn from_wire(method: &str, params: Value) -> Option<Self> {
+        let method = match method {
+            "elicitation/create" => "elicitation/create",
+            "sampling/createMessage" => "sampling/createMessage",
+            "roots/list" => "roots/list",
+            _ => return None,
+        };
+        let params = if params.is_null() { json!({}) } else { params };
+        Some(Self { method, params })
+    }
+
     /// The method.
     #[must_use]
     pub fn method(&self) -> &'static str {

@@ -1,0 +1,243 @@
+//! Where a backend's questions go: the backend calls in flight on one source's
+//! connection (so that a question can be put to the front call it belongs to), and the
+//! calls parked while a 2026-07-28 front caller answers an `input_required` round.
+//!
+//! A parked call is per instance: it waits here, holding the backend request open,
+//! until the continuation arrives (at this instance), its time runs out, or the source
+//! goes. The continuation names it in the front's sealed `requestState` with this
+//! instance's nonce, so a continuation that reaches another instance is told so.
+
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::{BuildHasher as _, Hasher as _};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+use snodo::RpcError;
+use snodo_client::{ClientBuilder, LogMessage, Progress};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// How long a backend call waits, parked, for the front's continuation.
+pub(crate) const PARK_TTL: Duration = Duration::from_secs(300);
+/// How many calls one source keeps parked at most (beyond, questions are refused).
+pub(crate) const MAX_PARKED: usize = 1024;
+
+/// The answer to a backend's question, sent back to the backend.
+pub(crate) type Reply = oneshot::Sender<Result<Value, RpcError>>;
+
+/// What a backend call in flight reports to the front call that drives it.
+pub(crate) enum Event {
+    Progress(Progress),
+    Log(LogMessage),
+    /// A server request (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+    Ask(String, Value, Reply),
+}
+
+/// A backend call in flight: its reports and its outcome. Dropping it abandons the
+/// backend request (which the client turns into the backend's cancellation).
+pub(crate) struct Flight {
+    key: u64,
+    owner: Weak<Asker>,
+    pub(crate) events: mpsc::UnboundedReceiver<Event>,
+    pub(crate) done: JoinHandle<Result<Value, snodo_client::ClientError>>,
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        self.done.abort();
+        if let Some(a) = self.owner.upgrade() {
+            if let Ok(mut f) = a.flights.lock() {
+                f.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// A backend call waiting for a front continuation: the call and the question's reply.
+pub(crate) struct Parked {
+    pub(crate) flight: Flight,
+    pub(crate) reply: Reply,
+}
+
+/// One source's backend calls in flight and parked.
+pub(crate) struct Asker {
+    source: String,
+    /// Tells this instance's parked calls from another's.
+    nonce: String,
+    next: AtomicU64,
+    flights: Mutex<HashMap<u64, Line>>,
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+/// The way to one backend call's front call, and how many of its questions wait for
+/// an answer (a call blocked on its question, parked or not, asks nothing else).
+#[derive(Clone)]
+pub(crate) struct Line {
+    tx: mpsc::UnboundedSender<Event>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// Counts a question while it waits.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Line {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
+        Self {
+            tx,
+            waiting: Arc::default(),
+        }
+    }
+
+    /// Sends a question to the front call and waits for its answer.
+    pub(crate) async fn ask(&self, method: String, params: Value) -> Result<Value, RpcError> {
+        let gone = || RpcError::internal("the front request this question belongs to has ended");
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(Arc::clone(&self.waiting));
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Event::Ask(method, params, reply))
+            .map_err(|_| gone())?;
+        answer.await.unwrap_or_else(|_| Err(gone()))
+    }
+}
+
+impl Asker {
+    pub(crate) fn new(source: &str) -> Arc<Self> {
+        let mut h = RandomState::new().build_hasher();
+        h.write(source.as_bytes());
+        Arc::new(Self {
+            source: source.to_owned(),
+            nonce: format!("{:016x}", h.finish()),
+            next: AtomicU64::new(0),
+            flights: Mutex::new(HashMap::new()),
+            parked: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Starts the backend call `call` in a task of its own, registered first (its
+    /// question may come back before this returns); its reports go to `events`.
+    pub(crate) fn flight(
+        self: &Arc<Self>,
+        line: Line,
+        events: mpsc::UnboundedReceiver<Event>,
+        call: impl Future<Output = Result<Value, snodo_client::ClientError>> + Send + 'static,
+    ) -> Flight {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut f) = self.flights.lock() {
+            f.insert(key, line);
+        }
+        let done = tokio::spawn(call);
+        Flight {
+            key,
+            owner: Arc::downgrade(self),
+            events,
+            done,
+        }
+    }
+
+    /// The client-wide answers to server requests that arrive on no call's stream
+    /// (stdio names no request in a server request): put to the only call in flight on
+    /// this connection that is not waiting for an answer already (a parked call is),
+    /// refused when there are several (it cannot be told whose).
+    /// These handlers are also what makes the client declare `elicitation`,
+    /// `sampling` and `roots` to the backend.
+    pub(crate) fn declare(self: &Arc<Self>, b: ClientBuilder) -> ClientBuilder {
+        let on = |method: &'static str| {
+            let me = Arc::downgrade(self);
+            move |params: Value| {
+                let me = me.clone();
+                async move {
+                    match me.upgrade() {
+                        Some(a) => a.ask_sole(method, params).await,
+                        None => Err(RpcError::internal("the source was unmounted")),
+                    }
+                }
+            }
+        };
+        b.on_elicitation(on("elicitation/create"))
+            .on_sampling(on("sampling/createMessage"))
+            .on_roots(on("roots/list"))
+    }
+
+    async fn ask_sole(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let (sole, n) = match self.flights.lock() {
+            Ok(f) => {
+                let mut free = f.values().filter(|l| l.waiting.load(Ordering::SeqCst) == 0);
+                match (free.next(), free.next()) {
+                    (Some(l), None) => (Some(l.clone()), 1),
+                    (first, _) => (None, first.map_or(0, |_| 2 + free.count())),
+                }
+            }
+            Err(_) => (None, 0),
+        };
+        match sole {
+            Some(line) => line.ask(method.to_owned(), params).await,
+            None => {
+                tracing::warn!(source = %self.source, %method, calls = n, "a backend question that names no call, refused");
+                Err(RpcError::internal(format!(
+                    "{method} names no request and {n} calls are in flight on this connection: \
+                     the proxy cannot tell whose question it is"
+                )))
+            }
+        }
+    }
+
+    /// Parks a call until the front continues; its id for the front's `requestState`
+    /// (the call back when too many are parked: the question is then refused).
+    pub(crate) fn park(self: &Arc<Self>, parked: Parked) -> Result<String, Parked> {
+        let id = format!(
+            "{}.{}",
+            self.nonce,
+            self.next.fetch_add(1, Ordering::Relaxed)
+        );
+        {
+            let Ok(mut p) = self.parked.lock() else {
+                return Err(parked);
+            };
+            if p.len() >= MAX_PARKED {
+                return Err(parked);
+            }
+            p.insert(id.clone(), parked);
+        }
+        let (me, key) = (Arc::downgrade(self), id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(PARK_TTL).await;
+            if let Some(a) = me.upgrade() {
+                if let Some(p) = a.parked.lock().ok().and_then(|mut p| p.remove(&key)) {
+                    tracing::info!(source = %a.source, "a parked backend call expired");
+                    let _ = p.reply.send(Err(RpcError::internal(
+                        "the front caller did not continue in time",
+                    )));
+                }
+            }
+        });
+        Ok(id)
+    }
+
+    /// Takes the call parked under `id`; a clear error when it is not here.
+    pub(crate) fn unpark(&self, id: &str) -> Result<Parked, RpcError> {
+        if let Some(p) = self.parked.lock().ok().and_then(|mut p| p.remove(id)) {
+            return Ok(p);
+        }
+        let why = if id.starts_with(&self.nonce) {
+            "it has expired or was already continued"
+        } else {
+            "it waits on another instance (a backend call that asked is parked where it \
+             started until the shared bus routes continuations; issue 35)"
+        };
+        Err(RpcError::invalid_params(format!(
+            "backend \"{}\": the call this requestState continues is not here: {why}",
+            self.source
+        )))
+    }
+}

@@ -1,0 +1,71 @@
+//! [`Outages`]: a call to a component its mount took out while the backend is down is
+//! answered with an error naming the backend, not the front's unknown-component error.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use snodo::middleware::{Middleware, Next, Outcome, Request};
+use snodo::{HandlerError, RpcError};
+
+/// Front names (tools, prompts, fixed resource URIs) whose backend is down, and why.
+/// Install it on the front runtime with
+/// [`RuntimeBuilder::layer`](snodo::RuntimeBuilder::layer) and give it to each mount
+/// with [`Mount::report_outages`](crate::Mount::report_outages); while a mount's
+/// backend is down, a `tools/call`, `prompts/get` or `resources/read` of one of its
+/// components gets `-32603` `backend "NAME" is unavailable: …` (the components are
+/// still out of the lists). Cheap to clone: clones share the names.
+///
+/// ```
+/// use snodo::Runtime;
+/// use snodo_compose::Outages;
+/// let outages = Outages::new();
+/// let front = Runtime::builder("front", "1").layer(outages.clone()).build();
+/// assert!(front.is_ok());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Outages {
+    /// Front name → (the mount that took it out, the error to answer).
+    names: Arc<Mutex<HashMap<String, (u64, String)>>>,
+}
+
+impl Outages {
+    /// No outage yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The names `mount` took out, answered with `message` until it lists again.
+    pub(crate) fn mark(&self, mount: u64, names: impl IntoIterator<Item = String>, message: &str) {
+        if let Ok(mut m) = self.names.lock() {
+            for n in names {
+                m.insert(n, (mount, message.to_owned()));
+            }
+        }
+    }
+
+    /// Forgets the names of `mount` (it lists again, or it was unmounted).
+    pub(crate) fn clear(&self, mount: u64) {
+        if let Ok(mut m) = self.names.lock() {
+            m.retain(|_, (by, _)| *by != mount);
+        }
+    }
+
+    fn message(&self, name: &str) -> Option<String> {
+        self.names.lock().ok()?.get(name).map(|(_, m)| m.clone())
+    }
+}
+
+impl Middleware for Outages {
+    async fn call(&self, request: Request<'_>, next: Next<'_>) -> Outcome {
+        if matches!(
+            request.method(),
+            "tools/call" | "prompts/get" | "resources/read"
+        ) {
+            if let Some(m) = request.target().and_then(|t| self.message(t)) {
+                return Err(HandlerError::Protocol(RpcError::internal(m)));
+            }
+        }
+        next.run(request).await
+    }
+}

@@ -1,0 +1,62 @@
+# Shared by run.sh and rounds.sh (sourced): installs, background processes stopped by
+# PID, and the tally of "ok"/"FAIL" lines. Expects HERE, NODE and die().
+
+installed() { # the installed version of an npm package, or nothing
+    "$NODE" -e 'try { process.stdout.write(require(process.argv[1] + "/package.json").version) } catch {}' \
+        "$HERE/node_modules/$1" 2>/dev/null || true
+}
+npm_install() { # server-everything 2026.8.31 and the TypeScript clients, unless present
+    if [ "$(installed @modelcontextprotocol/server-everything)" != 2026.8.31 ] ||
+        [ "$(installed @modelcontextprotocol/client)" != 2.4.0 ]; then
+        echo "interop/compose: npm ci" >&2
+        (cd "$HERE" && npm ci --ignore-scripts --no-audit --no-fund >&2) || die "npm ci failed"
+    fi
+}
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-interop.XXXXXX")"
+declare -A PIDS=()
+stop() {
+    local pid="${PIDS[$1]:-}"
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    unset "PIDS[$1]"
+}
+cleanup() {
+    for n in front gateway "${!PIDS[@]}"; do stop "$n"; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+    "$NODE" -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+wait_port() {
+    for _ in $(seq 300); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# start NAME PORT CMD...: a background process, its output in $WORK/NAME.log
+start() {
+    local name="$1" port="$2"
+    shift 2
+    "$@" >"$WORK/$name.log" 2>&1 &
+    PIDS[$name]=$!
+    wait_port "$port" || { tail -20 "$WORK/$name.log" >&2; die "$name did not listen on $port"; }
+}
+
+PASS=0
+FAIL=0
+tally() { # a driver's output: count its lines
+    local out="$1"
+    echo "$out"
+    PASS=$((PASS + $(grep -c '^ok ' <<<"$out" || true)))
+    FAIL=$((FAIL + $(grep -c '^FAIL ' <<<"$out" || true)))
+}
+check() { # check NAME CMD...: one line for a shell condition
+    if "${@:2}"; then echo "ok   $1"; PASS=$((PASS + 1)); else echo "FAIL $1"; FAIL=$((FAIL + 1)); fi
+}
