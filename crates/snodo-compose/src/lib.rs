@@ -42,9 +42,11 @@
 
 #![forbid(unsafe_code)]
 
+mod child;
 mod mcp;
 mod mirror;
 mod mount;
+mod pool;
 mod relay;
 mod source;
 mod transform;
@@ -52,6 +54,7 @@ mod visibility;
 
 pub use mcp::{McpSource, StreamFactory};
 pub use mount::{Mount, MountOptions, Status};
+pub use pool::{ChildState, PoolHealth, RestartPolicy};
 pub use source::{BoxFuture, Listing, Source, SourceError};
 pub use transform::{ToolPolicy, Transforms};
 pub use visibility::Gate;
