@@ -243,14 +243,24 @@ fn too_long() -> std::io::Error {
     ))
 }
 
+/// Lines in a row that are not JSON-RPC after which the peer is taken as broken.
+const GARBAGE_IN_A_ROW: u64 = 10_000;
+
 /// Counts lines that are not JSON-RPC and logs the 1st, 10th, 100th… (a peer that
 /// prints to stdout by mistake is served all the same; one that floods it cannot fill
-/// the log).
+/// the log, and one that writes nothing else breaks the connection).
 #[derive(Default)]
-struct Garbage(u64);
+struct Garbage(u64, u64);
 
 impl Garbage {
-    fn note(&mut self, line: &str) {
+    /// Counts one; an error once [`GARBAGE_IN_A_ROW`] came in a row.
+    fn note(&mut self, line: &str) -> Result<(), String> {
+        self.1 += 1;
+        if self.1 >= GARBAGE_IN_A_ROW {
+            return Err(format!(
+                "the peer wrote {GARBAGE_IN_A_ROW} lines in a row that are not JSON-RPC"
+            ));
+        }
         self.0 += 1;
         let mut n = self.0;
         while n % 10 == 0 {
@@ -264,6 +274,7 @@ impl Garbage {
                 "stdio: the peer wrote a line that is not JSON-RPC (ignored)"
             );
         }
+        Ok(())
     }
 }
 
@@ -283,11 +294,12 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
         }
         let v = match serde_json::from_str::<Value>(text) {
             Ok(v @ Value::Object(_)) => v,
-            _ => {
-                garbage.note(text);
-                continue;
-            }
+            _ => match garbage.note(text) {
+                Ok(()) => continue,
+                Err(why) => break why,
+            },
         };
+        garbage.1 = 0;
         let is_answer = v.get("method").is_none();
         match route(&routes, &v) {
             Some(tx) if is_answer => {

@@ -166,6 +166,7 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
                 }
                 let _ = child.wait().await;
                 tracing::debug!(backend = %name, pid, "backend child stopped");
+                exit_tx.send_replace(Some("the child was stopped by the gateway".to_owned()));
             }
         }
     });

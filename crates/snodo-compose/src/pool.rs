@@ -345,11 +345,22 @@ impl Lease {
     /// The connection failed under this call: its supervisor starts it again. Returns
     /// why its child exited, when it did (waiting a moment for the exit to be seen).
     pub(crate) async fn broken(&self) -> Option<String> {
+        // A child that exited is seen by its supervisor: wait a moment for the reason
+        // first, so that the call's error carries it.
+        let exit = match self.exit.clone() {
+            Some(mut rx) => {
+                let seen =
+                    tokio::time::timeout(Duration::from_millis(200), rx.wait_for(Option::is_some))
+                        .await;
+                match seen {
+                    Ok(Ok(v)) => v.clone(),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
         self.broken.notify_one();
-        let mut exit = self.exit.clone()?;
-        let seen =
-            tokio::time::timeout(Duration::from_millis(200), exit.wait_for(Option::is_some)).await;
-        seen.ok()?.ok()?.clone()
+        exit
     }
 }
 
