@@ -388,11 +388,9 @@ impl Config {
                     }),
                     // Died during initialize: say how.
                     Err(e) => {
-                        let exit = tokio::time::timeout(
-                            Duration::from_millis(200),
-                            sp.guard.exited(),
-                        )
-                        .await;
+                        let exit =
+                            tokio::time::timeout(Duration::from_millis(200), sp.guard.exited())
+                                .await;
                         return Err(match exit {
                             Ok(why) => format!("{e} ({why})"),
                             Err(_) => e.to_string(),

@@ -103,6 +103,8 @@ struct Slot {
 
 struct Shared {
     slots: Vec<Slot>,
+    /// Held while a call chooses and counts itself in (concurrent calls spread).
+    choose: Mutex<()>,
     /// Bumped at every state change of any slot.
     changed: watch::Sender<u64>,
     restarts: AtomicU64,
@@ -218,6 +220,7 @@ impl Pool {
             name: name.to_owned(),
             shared: Arc::new(Shared {
                 slots,
+                choose: Mutex::new(()),
                 changed: watch::channel(0).0,
                 restarts: AtomicU64::new(0),
             }),
@@ -272,12 +275,17 @@ impl Pool {
         let mut rx = self.shared.changed.subscribe();
         loop {
             rx.borrow_and_update();
+            let chosen = self.shared.choose.lock();
             let mut best: Option<(usize, usize, Client, Arc<Notify>, _)> = None;
             let mut starting = false;
             let mut error = None;
             for (i, slot) in self.shared.slots.iter().enumerate() {
                 let st = slot.state.lock().ok().and_then(|g| g.clone());
                 match st {
+                    // A child that exited, its supervisor not yet told: not chosen.
+                    Some(SlotState::Ready { exit: Some(e), .. }) if e.borrow().is_some() => {
+                        starting = true;
+                    }
                     Some(SlotState::Ready {
                         client,
                         broken,
@@ -300,6 +308,7 @@ impl Pool {
                 self.shared.slots[slot]
                     .in_flight
                     .fetch_add(1, Ordering::Relaxed);
+                drop(chosen);
                 return Ok(Lease {
                     shared: Arc::clone(&self.shared),
                     slot,
@@ -308,6 +317,7 @@ impl Pool {
                     client,
                 });
             }
+            drop(chosen);
             if !starting {
                 return Err(error.unwrap_or_else(|| "no connection".to_owned()));
             }
@@ -359,6 +369,15 @@ impl Lease {
             }
             None => None,
         };
+        // Out of the choice now, before its supervisor runs.
+        if let Some(slot) = self.shared.slots.get(self.slot) {
+            if let Ok(mut g) = slot.state.lock() {
+                if matches!(&*g, Some(SlotState::Ready { broken, .. }) if Arc::ptr_eq(broken, &self.broken))
+                {
+                    *g = Some(SlotState::Starting);
+                }
+            }
+        }
         self.broken.notify_one();
         exit
     }
@@ -389,19 +408,18 @@ async fn supervise(s: Supervisor) {
     loop {
         s.shared.set(s.i, SlotState::Starting);
         let started = Instant::now();
-        let (error, served) = match tokio::time::timeout(s.policy.start_timeout, (s.connect)())
-            .await
-        {
-            Err(_) => (
-                format!(
-                    "no answer to initialize within {:?}",
-                    s.policy.start_timeout
+        let (error, served) =
+            match tokio::time::timeout(s.policy.start_timeout, (s.connect)()).await {
+                Err(_) => (
+                    format!(
+                        "no answer to initialize within {:?}",
+                        s.policy.start_timeout
+                    ),
+                    false,
                 ),
-                false,
-            ),
-            Ok(Err(e)) => (e, false),
-            Ok(Ok(conn)) => (serve(&s, conn).await, true),
-        };
+                Ok(Err(e)) => (e, false),
+                Ok(Ok(conn)) => (serve(&s, conn).await, true),
+            };
         if served && started.elapsed() >= s.policy.healthy_after {
             backoff = s.policy.min_backoff;
             attempt = 0;
@@ -409,8 +427,7 @@ async fn supervise(s: Supervisor) {
         attempt += 1;
         s.shared.restarts.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(backend = %s.name, child = s.i, attempt, error = %error, retry_in = ?backoff, "backend connection down; starting it again");
-        s.shared
-            .set(s.i, SlotState::Restarting { error, attempt });
+        s.shared.set(s.i, SlotState::Restarting { error, attempt });
         if served {
             (s.on_down)();
         }

@@ -58,8 +58,13 @@ async fn call(c: &Client, tool: &str, args: serde_json::Value) -> Result<String,
 
 fn alive(pid: u32) -> bool {
     // A zombie is dead too (its parent has not reaped it yet).
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }
 
 async fn gone(pids: &[u32]) -> bool {
@@ -152,7 +157,10 @@ async fn its_own_children_die_with_it_and_with_the_source() {
     // The child exits: its group (the grandchild) goes too.
     let _ = std::fs::remove_file(&file);
     call(&c, "gc_die", json!({})).await.unwrap_err();
-    assert!(gone(&grandchild).await, "grandchild {grandchild:?} outlived its parent");
+    assert!(
+        gone(&grandchild).await,
+        "grandchild {grandchild:?} outlived its parent"
+    );
     // The restarted child's grandchild goes when the source is dropped.
     let grandchild = wait_file(&file).await;
     let child: u32 = eventually(&c, "gc_pid").await.parse().unwrap();
@@ -176,7 +184,10 @@ async fn a_child_that_dies_during_initialize_is_reported_and_the_others_serve() 
     assert!(why.contains("status 2"), "{why}");
     assert!(why.contains("fatal: no configuration found"), "{why}");
     let c = support::client(&front, "2025-06-18").await;
-    assert_eq!(call(&c, "good_echo", json!({"text": "x"})).await.unwrap(), "x");
+    assert_eq!(
+        call(&c, "good_echo", json!({"text": "x"})).await.unwrap(),
+        "x"
+    );
     let names = support::tool_names(&c).await;
     assert!(names.iter().all(|n| !n.starts_with("bad_")), "{names:?}");
     // Restarted with backoff: a few starts, not a storm.
@@ -250,7 +261,10 @@ async fn a_child_that_floods_stdout_with_garbage_is_dropped() {
     let t0 = Instant::now();
     let err = call(&c, "f_flood", json!({})).await.unwrap_err();
     assert!(err.contains("backend \"f\" is unavailable"), "{err}");
-    assert!(err.contains("lines in a row that are not JSON-RPC"), "{err}");
+    assert!(
+        err.contains("lines in a row that are not JSON-RPC"),
+        "{err}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(10));
     assert_eq!(eventually(&c, "f_echo").await, "back");
 }
@@ -306,13 +320,24 @@ async fn a_flooding_stderr_is_forwarded_capped_with_the_backend_name() {
     let _g = tracing::subscriber::set_default(subscriber);
     let (front, _mounts) = front_with(vec![kid("loud", "stderr")]).await;
     let c = support::client(&front, "2025-06-18").await;
-    assert_eq!(call(&c, "loud_echo", json!({"text": "ok"})).await.unwrap(), "ok");
+    assert_eq!(
+        call(&c, "loud_echo", json!({"text": "ok"})).await.unwrap(),
+        "ok"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let text = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
     let noise: Vec<&str> = text.lines().filter(|l| l.contains("noise")).collect();
     assert!(!noise.is_empty(), "nothing forwarded");
-    assert!(noise.len() < 1000, "{} of 100000 lines forwarded", noise.len());
-    assert!(noise.iter().all(|l| l.contains("backend=loud")), "{}", noise[0]);
+    assert!(
+        noise.len() < 1000,
+        "{} of 100000 lines forwarded",
+        noise.len()
+    );
+    assert!(
+        noise.iter().all(|l| l.contains("backend=loud")),
+        "{}",
+        noise[0]
+    );
     assert!(text.contains("lines dropped"), "no drop count in the log");
     let long = text
         .lines()
@@ -354,7 +379,9 @@ async fn sigterm_of_the_gateway_leaves_no_process_behind() {
     assert!(alive(grandchild[0]) && alive(child[0]));
     let pid = rustix::process::Pid::from_raw(i32::try_from(gw.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = tokio::task::spawn_blocking(move || gw.wait()).await.unwrap();
+    let status = tokio::task::spawn_blocking(move || gw.wait())
+        .await
+        .unwrap();
     assert!(status.is_ok());
     assert!(
         gone(&[child[0], grandchild[0]]).await,
