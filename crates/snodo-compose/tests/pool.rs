@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod external;
 mod support;
 
 use std::collections::HashSet;
@@ -14,12 +15,19 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use snodo::Runtime;
 use snodo_client::Client;
-use snodo_compose::{ChildState, McpSource, Mount, Status, Transforms};
+use snodo_compose::{ChildState, McpSource, Mount, PoolHealth, Status, Transforms};
 
 const T: Duration = Duration::from_secs(20);
 
 fn script() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/child.py").to_owned()
+}
+
+/// Waits until every child of the pool serves.
+async fn all_ready(health: &PoolHealth) {
+    let ready = |s: &[ChildState]| s.iter().all(|c| matches!(c, ChildState::Ready { .. }));
+    let st = health.wait_for(T, ready).await;
+    assert!(ready(&st), "{st:?}");
 }
 
 async fn mounted(src: McpSource) -> (Runtime, Mount, Client) {
@@ -67,8 +75,7 @@ async fn calls_spread_over_the_pool_by_fewest_in_flight() {
     let src = McpSource::stdio("p", "python3", [script(), "ok".to_owned()]).pool(4);
     let health = src.health();
     let (_front, _m, c) = mounted(src).await;
-    let all_ready = |s: &[ChildState]| s.iter().all(|c| matches!(c, ChildState::Ready { .. }));
-    assert!(all_ready(&health.wait_for(T, all_ready).await));
+    all_ready(&health).await;
     let (pids, took) = burst(&c, 16, "p_sleep", json!({"ms": 400})).await;
     let distinct = pids.iter().collect::<HashSet<_>>();
     assert_eq!(distinct.len(), 4, "{pids:?}");
@@ -84,8 +91,7 @@ async fn one_child_down_the_others_serve_and_it_comes_back() {
     let src = McpSource::stdio("p", "python3", [script(), "ok".to_owned()]).pool(2);
     let health = src.health();
     let (_front, m, c) = mounted(src).await;
-    let all_ready = |s: &[ChildState]| s.iter().all(|c| matches!(c, ChildState::Ready { .. }));
-    assert!(all_ready(&health.wait_for(T, all_ready).await));
+    all_ready(&health).await;
     let err = c
         .call_tool("p_die", json!({}))
         .await
@@ -98,61 +104,27 @@ async fn one_child_down_the_others_serve_and_it_comes_back() {
         let r = c.call_tool("p_echo", json!({"text": "on"})).await.unwrap();
         assert_eq!(r.text(), "on");
     }
-    assert!(
-        all_ready(&health.wait_for(T, all_ready).await),
-        "{health:?}"
-    );
+    all_ready(&health).await;
     assert!(health.restarts() >= 1);
     assert!(matches!(m.status(), Status::Up { .. }), "{:?}", m.status());
 }
 
-fn server_everything() -> Option<PathBuf> {
-    let path = std::env::var_os("SERVER_EVERYTHING").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
-                "../../interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-            )
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "server-everything not found at {} (cd interop/compose && npm ci)",
-        path.display()
-    );
-    eprintln!("skipped: server-everything not installed (cd interop/compose && npm ci)");
-    None
-}
-
-/// Calls per second of `echo` through a pool of `size` server-everything children,
-/// 16 callers at once for `secs`.
-async fn everything_rate(ev: &std::path::Path, size: usize, secs: f64) -> f64 {
-    let src =
-        McpSource::stdio("p", "node", [ev.display().to_string(), "stdio".to_owned()]).pool(size);
+/// Calls per second through a pool of `size` children, 16 callers at once for `secs`.
+async fn rate(src: McpSource, secs: f64, tool: &str, args: serde_json::Value) -> f64 {
     let health = src.health();
     let (_front, _m, c) = mounted(src).await;
-    let all_ready = |s: &[ChildState]| s.iter().all(|c| matches!(c, ChildState::Ready { .. }));
-    assert!(
-        all_ready(&health.wait_for(T, all_ready).await),
-        "{health:?}"
-    );
+    all_ready(&health).await;
     // Warm up.
-    burst(&c, 16, "p_echo", json!({"message": "warm"})).await;
+    burst(&c, 16, tool, args.clone()).await;
     let t0 = Instant::now();
     let workers: Vec<_> = (0..16)
         .map(|_| {
-            let c = c.clone();
+            let (c, tool, args) = (c.clone(), tool.to_owned(), args.clone());
             tokio::spawn(async move {
                 let mut n = 0u64;
                 while t0.elapsed().as_secs_f64() < secs {
-                    let r = c
-                        .call_tool("p_echo", json!({"message": "hi"}))
-                        .await
-                        .unwrap();
-                    assert!(r.text().contains("hi"), "{}", r.text());
+                    let r = c.call_tool(&tool, args.clone()).await.unwrap();
+                    assert!(!r.is_error, "{}", r.text());
                     n += 1;
                 }
                 n
@@ -169,12 +141,37 @@ async fn everything_rate(ev: &std::path::Path, size: usize, secs: f64) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cpu_bound_child_under_16_concurrent_calls_with_1_and_4_children() {
+    let spin = |n| McpSource::stdio("p", "python3", [script(), "ok".to_owned()]).pool(n);
+    let args = json!({"ms": 5});
+    let one = rate(spin(1), 2.0, "p_spin", args.clone()).await;
+    let four = rate(spin(4), 2.0, "p_spin", args).await;
+    println!(
+        "child.py spin 5 ms of CPU, 16 concurrent callers: pool 1: {one:.0} calls/s, pool 4: {four:.0} calls/s ({:.2}x)",
+        four / one
+    );
+    // One child does at most 200 a second.
+    assert!(one < 210.0, "{one}");
+}
+
+fn server_everything() -> Option<PathBuf> {
+    external::installed(
+        "SERVER_EVERYTHING",
+        "interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        "cd interop/compose && npm ci",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_under_16_concurrent_calls_with_1_and_4_children() {
     let Some(ev) = server_everything() else {
         return;
     };
-    let one = everything_rate(&ev, 1, 3.0).await;
-    let four = everything_rate(&ev, 4, 3.0).await;
+    let ev =
+        |n| McpSource::stdio("p", "node", [ev.display().to_string(), "stdio".to_owned()]).pool(n);
+    let args = json!({"message": "hi"});
+    let one = rate(ev(1), 3.0, "p_echo", args.clone()).await;
+    let four = rate(ev(4), 3.0, "p_echo", args).await;
     println!(
         "server-everything echo, 16 concurrent callers: pool 1: {one:.0} calls/s, pool 4: {four:.0} calls/s ({:.2}x)",
         four / one

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod external;
 mod support;
 
 use std::path::PathBuf;
@@ -18,23 +19,11 @@ use snodo_compose::{McpSource, Mount, MountOptions, Status, Transforms};
 const T: Duration = Duration::from_secs(20);
 
 fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("PY_MCP_PYTHON").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../interop/compose/.venv-mcp-1.30.0/bin/python")
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "python with mcp 1.30.0 not found at {} (bash interop/compose/run.sh makes it)",
-        path.display()
-    );
-    eprintln!("skipped: python with mcp not found (bash interop/compose/run.sh makes it)");
-    None
+    external::installed(
+        "PY_MCP_PYTHON",
+        "interop/compose/.venv-mcp-1.30.0/bin/python",
+        "bash interop/compose/run.sh makes it",
+    )
 }
 
 /// The backend process, killed (by PID) when dropped.

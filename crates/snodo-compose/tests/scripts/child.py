@@ -3,7 +3,7 @@
 tests/pool.rs. Standard library only.
 
 argv[1] is the mode:
-  ok          serves; tools: echo, sleep (ms), pid, die (exits 3 mid-call), long (a
+  ok          serves; tools: echo, sleep (ms), spin (ms of CPU, one call at a time), pid, die (exits 3 mid-call), long (a
               17 MiB line), garbage (garbage lines, then the answer), stall (stops
               reading stdin), flood (floods stdout with garbage, never answers)
   grandchild  as ok, and starts `sleep 300` first (its pid written to $GRANDCHILD_FILE)
@@ -55,7 +55,7 @@ def raw(data):
 
 TOOLS = [
     {"name": n, "description": n, "inputSchema": {"type": "object"}}
-    for n in ["echo", "sleep", "pid", "die", "long", "garbage", "stall", "flood"]
+    for n in ["echo", "sleep", "spin", "pid", "die", "long", "garbage", "stall", "flood"]
 ]
 
 
@@ -108,6 +108,12 @@ def main():
             send({"jsonrpc": "2.0", "id": id_, "result": {"tools": TOOLS}})
         elif method == "tools/call":
             p = msg["params"]
+            if p["name"] == "spin":
+                end = time.process_time() + (p.get("arguments") or {}).get("ms", 0) / 1000
+                while time.process_time() < end:
+                    pass
+                send({"jsonrpc": "2.0", "id": id_, "result": text(os.getpid())})
+                continue
             if p["name"] == "stall":
                 send({"jsonrpc": "2.0", "id": id_, "result": text("stalling")})
                 time.sleep(3600)
