@@ -236,7 +236,11 @@ async fn forward_stderr(
             tracing::warn!(backend = %backend, pid, dropped = budget.dropped, "backend stderr: lines dropped (rate limit)");
             budget.dropped = 0;
         }
-        tracing::info!(backend = %backend, pid, cut, "{text}");
+        if cut {
+            tracing::info!(backend = %backend, pid, cut, "{text}");
+        } else {
+            tracing::info!(backend = %backend, pid, "{text}");
+        }
     };
     loop {
         let avail = match r.fill_buf().await {
