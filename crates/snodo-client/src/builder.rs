@@ -129,6 +129,7 @@ pub struct ClientBuilder {
     pub(crate) cache: bool,
     pub(crate) oauth: Option<crate::auth::OAuthConfig>,
     pub(crate) http: crate::hyper_client::HttpOptions,
+    pub(crate) stdio_write_timeout: Duration,
 }
 
 impl ClientBuilder {
@@ -310,13 +311,22 @@ impl ClientBuilder {
         self.finish(Arc::new(t)).await
     }
 
+    /// Over stdio and byte streams: how long a write may make no progress (the peer
+    /// stopped reading its input) before the connection breaks and every request in
+    /// flight fails (default 10 s). What waits to be written is bounded either way.
+    #[must_use]
+    pub fn stdio_write_timeout(mut self, d: Duration) -> Self {
+        self.stdio_write_timeout = d;
+        self
+    }
+
     /// Starts `program args…` and speaks newline-delimited JSON-RPC on its stdio.
     pub async fn connect_stdio(
         self,
         program: &str,
         args: &[String],
     ) -> Result<Client, ClientError> {
-        let t = StdioTransport::spawn(program, args)?;
+        let t = StdioTransport::spawn(program, args, self.stdio_write_timeout)?;
         self.finish(t).await
     }
 
@@ -327,7 +337,7 @@ impl ClientBuilder {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let t = StdioTransport::over(reader, writer, None);
+        let t = StdioTransport::over(reader, writer, None, self.stdio_write_timeout);
         self.finish(t).await
     }
 

@@ -80,6 +80,7 @@ impl Client {
             cache: false,
             oauth: None,
             http: crate::hyper_client::HttpOptions::default(),
+            stdio_write_timeout: crate::stdio::WRITE_TIMEOUT,
         }
     }
 

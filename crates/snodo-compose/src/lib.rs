@@ -45,10 +45,12 @@
 #![forbid(unsafe_code)]
 
 mod asking;
+mod child;
 mod mcp;
 mod mirror;
 mod mount;
 mod outage;
+mod pool;
 mod relay;
 mod source;
 mod transform;
@@ -57,6 +59,7 @@ mod visibility;
 pub use mcp::{McpSource, StreamFactory};
 pub use mount::{Mount, MountOptions, Status};
 pub use outage::Outages;
+pub use pool::{ChildState, PoolHealth, RestartPolicy};
 pub use source::{BoxFuture, Listing, Source, SourceError};
 pub use transform::{ToolPolicy, Transforms};
 pub use visibility::Gate;

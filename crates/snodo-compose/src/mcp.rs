@@ -1,8 +1,11 @@
 //! [`McpSource`]: an MCP server reached through `snodo-client` — over Streamable HTTP
 //! (any revision, sessions included), a child's stdio, any byte stream, or a
-//! [`Runtime`] in process — connected on first use and again after it went away.
+//! [`Runtime`] in process — connected on first use, through a pool of warm
+//! connections (see [`pool`](crate::pool)) started again after they fail.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
@@ -10,8 +13,10 @@ use http::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use snodo::{RequestContext, Runtime};
 use snodo_client::{Client, ClientBuilder, ClientError, Protocol, ServerEvent, Subscriptions};
-use tokio::sync::{Mutex, watch};
+use tokio::sync::watch;
 
+use crate::child::{self, ChildCommand};
+use crate::pool::{Conn, Connect, Lease, Pool, PoolHealth, RestartPolicy};
 use crate::relay;
 use crate::source::{BoxFuture, Listing, Source, SourceError};
 
@@ -31,14 +36,21 @@ pub type StreamFactory = Arc<
 #[derive(Clone)]
 enum Target {
     Http(String),
-    Stdio(String, Vec<String>),
+    Stdio(ChildCommand),
     Runtime(Runtime),
     Stream(StreamFactory),
 }
 
-/// An MCP server behind `snodo-client`. Cheap to share (`Arc`); connects lazily, and
-/// after a transport failure drops the connection so that the next use connects
-/// again (a stdio child is started again).
+/// An MCP server behind `snodo-client`. Connects on first use through a pool of warm
+/// connections ([`pool`](Self::pool), default 1: stdio children, HTTP sessions), each
+/// started again after it fails ([`restart`](Self::restart)); concurrent calls are
+/// multiplexed over each connection and spread over the pool (fewest in flight).
+///
+/// A stdio child runs in a process group of its own: when it exits, its own children
+/// are killed with it and the calls in flight on it fail at once with an error naming
+/// the backend; when the source is dropped the group gets `SIGTERM`, then `SIGKILL`.
+/// Its stderr goes to the log (`tracing`, with the backend's name; lines cut at 4 KiB,
+/// at most 50 a second on average).
 ///
 /// Upstream credentials are the source's own ([`header`](Self::header),
 /// [`bearer`](Self::bearer)): the front caller's token is never passed on.
@@ -47,19 +59,29 @@ enum Target {
 /// # async fn f() {
 /// use snodo_compose::McpSource;
 /// let remote = McpSource::http("weather", "http://127.0.0.1:9000/mcp").bearer("s3cret");
-/// let child = McpSource::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]);
+/// let child = McpSource::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"])
+///     .pool(4);
 /// # let _ = (remote, child);
 /// # }
 /// ```
 pub struct McpSource {
+    cfg: Config,
+    size: usize,
+    policy: RestartPolicy,
+    pool: OnceLock<Pool>,
+}
+
+/// What a connection is made from (shared with the pool's supervisors).
+#[derive(Clone)]
+struct Config {
     name: String,
     target: Target,
     headers: Vec<(HeaderName, HeaderValue)>,
     protocol: Protocol,
     timeout: Option<Duration>,
-    client: Mutex<Option<Client>>,
+    write_timeout: Option<Duration>,
     /// Connections made so far (a reconnection lists again).
-    connections: std::sync::atomic::AtomicU64,
+    connections: Arc<AtomicU64>,
     changes: watch::Sender<u64>,
     /// The backend's calls in flight and parked (its questions go to their callers).
     asker: Arc<crate::asking::Asker>,
@@ -68,7 +90,8 @@ pub struct McpSource {
 impl std::fmt::Debug for McpSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpSource")
-            .field("name", &self.name)
+            .field("name", &self.cfg.name)
+            .field("pool", &self.size)
             .finish_non_exhaustive()
     }
 }
@@ -77,15 +100,20 @@ impl McpSource {
     fn new(name: impl Into<String>, target: Target) -> Self {
         let name = name.into();
         Self {
-            asker: crate::asking::Asker::new(&name),
-            name,
-            target,
-            headers: Vec::new(),
-            protocol: Protocol::Auto,
-            timeout: None,
-            client: Mutex::new(None),
-            connections: std::sync::atomic::AtomicU64::new(0),
-            changes: watch::channel(0).0,
+            cfg: Config {
+                asker: crate::asking::Asker::new(&name),
+                name,
+                target,
+                headers: Vec::new(),
+                protocol: Protocol::Auto,
+                timeout: None,
+                write_timeout: None,
+                connections: Arc::new(AtomicU64::new(0)),
+                changes: watch::channel(0).0,
+            },
+            size: 1,
+            policy: RestartPolicy::default(),
+            pool: OnceLock::new(),
         }
     }
 
@@ -100,8 +128,12 @@ impl McpSource {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let args = args.into_iter().map(Into::into).collect();
-        Self::new(name, Target::Stdio(program.into(), args))
+        let cmd = ChildCommand {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..ChildCommand::default()
+        };
+        Self::new(name, Target::Stdio(cmd))
     }
 
     /// A runtime in this process, driven through its own HTTP service (no socket).
@@ -157,10 +189,10 @@ impl McpSource {
         match (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             (Ok(n), Ok(mut v)) => {
                 v.set_sensitive(true);
-                self.headers.push((n, v));
+                self.cfg.headers.push((n, v));
             }
             _ => {
-                tracing::warn!(source = %self.name, header = name, "invalid upstream header left out")
+                tracing::warn!(source = %self.cfg.name, header = name, "invalid upstream header left out")
             }
         }
         self
@@ -175,17 +207,132 @@ impl McpSource {
     /// The protocol to speak to the backend (default: negotiated).
     #[must_use]
     pub fn protocol(mut self, protocol: Protocol) -> Self {
-        self.protocol = protocol;
+        self.cfg.protocol = protocol;
         self
     }
 
     /// A limit for every backend request (default none: the front's deadline applies).
     #[must_use]
     pub fn timeout(mut self, d: Duration) -> Self {
-        self.timeout = Some(d);
+        self.cfg.timeout = Some(d);
         self
     }
 
+    /// How many warm connections to keep (stdio children, HTTP sessions; default 1,
+    /// at least 1). Calls go to the ready one with the fewest calls in flight.
+    #[must_use]
+    pub fn pool(mut self, size: usize) -> Self {
+        self.size = size.max(1);
+        self
+    }
+
+    /// How a failed connection is started again, and how long a start may take
+    /// (default: 100 ms doubling to 10 s, reset after a healthy minute; 30 s).
+    #[must_use]
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets an environment variable of a stdio child (the gateway's own are inherited).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Target::Stdio(c) = &mut self.cfg.target {
+            c.env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// The working directory of a stdio child (default: the gateway's).
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        if let Target::Stdio(c) = &mut self.cfg.target {
+            c.cwd = Some(dir.into());
+        }
+        self
+    }
+
+    /// Over stdio and byte streams: how long a write to a backend that stopped reading
+    /// may make no progress before its connection is dropped and started again, the
+    /// calls in flight on it failing (default 10 s).
+    #[must_use]
+    pub fn write_timeout(mut self, d: Duration) -> Self {
+        self.cfg.write_timeout = Some(d);
+        self
+    }
+
+    /// The pool's state, for a health endpoint: keep it before mounting the source
+    /// (call it after the builder methods, which it fixes).
+    ///
+    /// ```
+    /// use snodo_compose::McpSource;
+    /// let s = McpSource::stdio("ev", "server", ["--stdio"]).pool(2);
+    /// let health = s.health();
+    /// assert_eq!(health.children().len(), 2); // starting on first use
+    /// ```
+    #[must_use]
+    pub fn health(&self) -> PoolHealth {
+        self.the_pool().health()
+    }
+
+    fn the_pool(&self) -> &Pool {
+        self.pool.get_or_init(|| {
+            let cfg = Arc::new(self.cfg.clone());
+            let connect: Connect = Arc::new(move || {
+                let cfg = Arc::clone(&cfg);
+                Box::pin(async move { cfg.connect().await })
+            });
+            // A connection that went: the mount lists again (and sees the backend
+            // restarting when no connection serves).
+            let changes = self.cfg.changes.clone();
+            let on_down = Arc::new(move || changes.send_modify(|n| *n += 1));
+            Pool::new(&self.cfg.name, self.size, self.policy, connect, on_down)
+        })
+    }
+
+    async fn lease(&self) -> Result<Lease, SourceError> {
+        self.the_pool().lease().await.map_err(|e| self.cfg.down(&e))
+    }
+
+    /// Maps a client error; a broken connection is reported to its pool (started
+    /// again), and the error says why the child exited when it did.
+    async fn fail(&self, lease: &Lease, e: ClientError) -> SourceError {
+        let name = &self.cfg.name;
+        match e {
+            ClientError::Protocol(e) => SourceError::Rpc(e),
+            ClientError::Timeout(_) | ClientError::TooManyRounds(_) | ClientError::NoHandler(_) => {
+                SourceError::Down(format!("backend \"{name}\": {e}"))
+            }
+            e => match lease.broken().await {
+                Some(exit) => self.cfg.down(&format!("{e} ({exit})")),
+                None => self.cfg.down(&e.to_string()),
+            },
+        }
+    }
+
+    async fn list_kind(
+        &self,
+        lease: &Lease,
+        caps: &Value,
+        kind: &str,
+        method: &str,
+    ) -> Result<Vec<Value>, SourceError> {
+        if caps.get(kind).is_none() {
+            return Ok(Vec::new());
+        }
+        match lease.client.list_all(method).await {
+            Ok(v) => Ok(v),
+            Err(ClientError::Protocol(e))
+                if e.code() == snodo::protocol::ErrorCode::METHOD_NOT_FOUND =>
+            {
+                Ok(Vec::new())
+            }
+            Err(e) => Err(self.fail(lease, e).await),
+        }
+    }
+}
+
+impl Config {
     fn builder(&self) -> ClientBuilder {
         let changes = self.changes.clone();
         let name = self.name.clone();
@@ -216,45 +363,58 @@ impl McpSource {
         if let Some(t) = self.timeout {
             b = b.timeout(t);
         }
+        if let Some(t) = self.write_timeout {
+            b = b.stdio_write_timeout(t);
+        }
         b
     }
 
-    async fn connect(&self) -> Result<Client, ClientError> {
-        let b = self.builder();
-        match &self.target {
-            Target::Http(url) => b.connect_http(url).await,
-            Target::Stdio(p, args) => b.connect_stdio(p, args).await,
-            Target::Runtime(rt) => b.connect_runtime(rt.clone()).await,
-            Target::Stream(f) => {
-                let (r, w) = f()
-                    .await
-                    .map_err(|e| ClientError::Transport(e.to_string()))?;
-                b.connect_stream(r, w).await
-            }
-        }
+    /// `backend "NAME" is unavailable: WHY`.
+    fn down(&self, why: &str) -> SourceError {
+        SourceError::Down(format!("backend \"{}\" is unavailable: {why}", self.name))
     }
 
-    /// The connection, made now if there is none.
-    async fn client(&self) -> Result<Client, SourceError> {
-        let mut guard = self.client.lock().await;
-        if let Some(c) = guard.as_ref() {
-            return Ok(c.clone());
+    /// One new connection (a stdio child started and initialized).
+    async fn connect(&self) -> Result<Conn, String> {
+        let b = self.builder();
+        let conn = match &self.target {
+            Target::Http(url) => b.connect_http(url).await.map(plain),
+            Target::Runtime(rt) => b.connect_runtime(rt.clone()).await.map(plain),
+            Target::Stream(f) => {
+                let (r, w) = f().await.map_err(|e| format!("cannot connect: {e}"))?;
+                b.connect_stream(r, w).await.map(plain)
+            }
+            Target::Stdio(cmd) => {
+                let sp = child::spawn(&self.name, cmd).map_err(|e| e.to_string())?;
+                match b.connect_stream(sp.stdout, sp.stdin).await {
+                    Ok(client) => Ok(Conn {
+                        client,
+                        child: Some(sp.guard),
+                    }),
+                    // Died during initialize: say how.
+                    Err(e) => {
+                        let exit =
+                            tokio::time::timeout(Duration::from_millis(200), sp.guard.exited())
+                                .await;
+                        return Err(match exit {
+                            Ok(why) => format!("{e} ({why})"),
+                            Err(_) => e.to_string(),
+                        });
+                    }
+                }
+            }
         }
-        let c = self.connect().await.map_err(|e| self.down(&e))?;
+        .map_err(|e| e.to_string())?;
+        let c = &conn.client;
         tracing::info!(source = %self.name, protocol = %c.protocol_version(), "backend connected");
         if c.server().stateless {
-            self.spawn_listener(&c);
+            self.spawn_listener(c);
         }
-        *guard = Some(c.clone());
         // A reconnection: whatever changed while there was no connection, list again.
-        if self
-            .connections
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            > 0
-        {
+        if self.connections.fetch_add(1, Ordering::Relaxed) > 0 {
             self.changes.send_modify(|n| *n += 1);
         }
-        Ok(c)
+        Ok(conn)
     }
 
     /// 2026-07-28 backends announce list changes on `subscriptions/listen`.
@@ -290,72 +450,34 @@ impl McpSource {
             }
         });
     }
+}
 
-    /// A transport failure: the connection is dropped (the next use connects again).
-    fn down(&self, e: &ClientError) -> SourceError {
-        SourceError::Down(format!("backend \"{}\" is unavailable: {e}", self.name))
-    }
-
-    async fn forget(&self) {
-        if let Some(c) = self.client.lock().await.take() {
-            c.close().await;
-        }
-    }
-
-    /// Maps a client error; a broken connection is forgotten.
-    async fn fail(&self, e: ClientError) -> SourceError {
-        match e {
-            ClientError::Protocol(e) => SourceError::Rpc(e),
-            ClientError::Timeout(_) | ClientError::TooManyRounds(_) | ClientError::NoHandler(_) => {
-                SourceError::Down(format!("backend \"{}\": {e}", self.name))
-            }
-            e => {
-                let err = self.down(&e);
-                self.forget().await;
-                err
-            }
-        }
-    }
-
-    async fn list_kind(
-        &self,
-        c: &Client,
-        caps: &Value,
-        kind: &str,
-        method: &str,
-    ) -> Result<Vec<Value>, SourceError> {
-        if caps.get(kind).is_none() {
-            return Ok(Vec::new());
-        }
-        match c.list_all(method).await {
-            Ok(v) => Ok(v),
-            Err(ClientError::Protocol(e))
-                if e.code() == snodo::protocol::ErrorCode::METHOD_NOT_FOUND =>
-            {
-                Ok(Vec::new())
-            }
-            Err(e) => Err(self.fail(e).await),
-        }
+fn plain(client: Client) -> Conn {
+    Conn {
+        client,
+        child: None,
     }
 }
 
 impl Source for McpSource {
     fn name(&self) -> &str {
-        &self.name
+        &self.cfg.name
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Listing, SourceError>> {
         Box::pin(async move {
-            let c = self.client().await?;
-            let caps = c.server().capabilities;
+            let lease = self.lease().await?;
+            let caps = lease.client.server().capabilities;
             Ok(Listing {
-                tools: self.list_kind(&c, &caps, "tools", "tools/list").await?,
-                prompts: self.list_kind(&c, &caps, "prompts", "prompts/list").await?,
+                tools: self.list_kind(&lease, &caps, "tools", "tools/list").await?,
+                prompts: self
+                    .list_kind(&lease, &caps, "prompts", "prompts/list")
+                    .await?,
                 resources: self
-                    .list_kind(&c, &caps, "resources", "resources/list")
+                    .list_kind(&lease, &caps, "resources", "resources/list")
                     .await?,
                 templates: self
-                    .list_kind(&c, &caps, "resources", "resources/templates/list")
+                    .list_kind(&lease, &caps, "resources", "resources/templates/list")
                     .await?,
             })
         })
@@ -368,8 +490,8 @@ impl Source for McpSource {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         Box::pin(async move {
-            let c = self.client().await?;
-            match relay::call(&c, &self.asker, method, params, ctx).await {
+            let lease = self.lease().await?;
+            match relay::call(&lease.client, &self.cfg.asker, method, params, ctx).await {
                 Ok(v) => Ok(v),
                 Err(relay::Stop::Source(e)) => Err(e),
                 // The front gave up: the backend request was abandoned, the connection
@@ -377,24 +499,28 @@ impl Source for McpSource {
                 Err(_) if ctx.is_cancelled() => Err(SourceError::Rpc(snodo::RpcError::internal(
                     "the request was cancelled",
                 ))),
-                Err(relay::Stop::Client(e)) => Err(self.fail(e).await),
+                Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
             }
         })
     }
 
     fn changes(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
+        self.cfg.changes.subscribe()
     }
 
     fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
         Box::pin(async move {
-            let c = self.client().await?;
-            match c.request("ping", Value::Null).await {
+            let lease = self.lease().await?;
+            match lease.client.request("ping", Value::Null).await {
                 Ok(_) => Ok(()),
                 // A server that does not know ping is there all the same.
                 Err(ClientError::Protocol(_)) => Ok(()),
-                Err(e) => Err(self.fail(e).await),
+                Err(e) => Err(self.fail(&lease, e).await),
             }
         })
+    }
+
+    fn restarting(&self) -> bool {
+        self.pool.get().is_some_and(Pool::restarting)
     }
 }

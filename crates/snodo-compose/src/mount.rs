@@ -29,6 +29,10 @@ pub enum Status {
     },
     /// The source could not be listed: its components are out of the front's lists.
     Down(String),
+    /// As `Down`, while the source starts its connection again after a few failures
+    /// in a row (a stdio child that exited, backing off before its restart; after 5
+    /// failures in a row an `McpSource` is `Down`): why it failed last.
+    Restarting(String),
 }
 
 /// How often a mount checks an idle source, and how it retries one that is down.
@@ -325,7 +329,7 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
             }
             Err(e) => {
                 let was = shared.status.borrow().clone();
-                if !matches!(was, Status::Down(_)) {
+                if !matches!(was, Status::Down(_) | Status::Restarting(_)) {
                     shared.downs.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
                 }
@@ -343,7 +347,11 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     };
                     o.mark(shared.id, gone, &message);
                 }
-                shared.status.send_replace(Status::Down(e.to_string()));
+                shared.status.send_replace(if source.restarting() {
+                    Status::Restarting(e.to_string())
+                } else {
+                    Status::Down(e.to_string())
+                });
                 false
             }
         };

@@ -116,4 +116,12 @@ pub trait Source: Send + Sync + 'static {
     fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
         Box::pin(async { self.list().await.map(|_| ()) })
     }
+
+    /// Whether a source that cannot be listed is being started again (a stdio child
+    /// that exited, backing off before its restart): the mount then reports
+    /// [`Status::Restarting`](crate::Status::Restarting) rather than `Down`. The
+    /// default: never.
+    fn restarting(&self) -> bool {
+        false
+    }
 }
