@@ -316,12 +316,16 @@ impl Bus for PgBus {
         async move {
             // The mailbox first: a reconnection from now on listens to its channel too.
             let sub = self.hub.mailboxes.subscribe(me);
-            if *self.hub.state.borrow() == BusState::Up {
-                let (done, listened) = oneshot::channel();
-                let ask = Listen {
-                    id: me.clone(),
-                    done,
-                };
+            let (done, listened) = oneshot::channel();
+            let ask = Listen {
+                id: me.clone(),
+                done,
+            };
+            if *self.hub.state.borrow() == BusState::Down {
+                // Queued for the reconnection, which listens to it before it says Up (a
+                // full queue: the reconnection listens to every held mailbox anyway).
+                let _ = self.control.try_send(ask);
+            } else {
                 let through = async {
                     self.control.send(ask).await.ok()?;
                     listened.await.ok()
@@ -468,6 +472,24 @@ async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Li
                 }
             }
         };
+        // Before saying Up: the mailboxes opened meanwhile, and any the connection missed.
+        let mut ready = Ok(());
+        while let Ok(ask) = requests.try_recv() {
+            ready = r.add(&mut listener, &mut listening, &ask.id).await;
+            let _ = ask.done.send(());
+            if ready.is_err() {
+                break;
+            }
+        }
+        if ready.is_ok() {
+            ready = r.reconcile(&mut listener, &mut listening).await;
+        }
+        if let Err(e) = ready {
+            r.hub.down(&e.to_string());
+            outage = true;
+            tokio::time::sleep(r.deadline).await;
+            continue;
+        }
         r.hub.up(outage);
         let mut silent_at = Instant::now() + r.liveness;
         let why = loop {
