@@ -1,14 +1,19 @@
-//! [`PgBus`]: the bus on PostgreSQL. Events and messages are `NOTIFY`s on one channel
-//! (the namespace), which every instance `LISTEN`s to on one connection; a message
-//! larger than a NOTIFY can carry (8000 bytes) is stored in `snodo_bus_spill` and its row
-//! id sent instead. Counters are rows of `snodo_bus_counters`, one atomic upsert each.
+//! [`PgBus`]: the bus on PostgreSQL. Events and messages to every instance are `NOTIFY`s
+//! on one channel (the namespace), which every handle `LISTEN`s to on one connection; a
+//! message to one instance goes to that instance's channel (`NS_to_HASH`), which only the
+//! handles holding its mailbox listen to. A payload larger than a NOTIFY can carry (8000
+//! bytes) is stored in `snodo_bus_spill` and its row id sent instead. Counters are rows
+//! of `snodo_bus_counters`, one atomic upsert each.
 //!
 //! A heartbeat `NOTIFY`s a channel of this handle's own every
 //! [`heartbeat`](PgBusOptions::heartbeat); three intervals without any notification and
-//! the listening connection is declared dead, dropped and opened again.
+//! the listening connection is declared dead, dropped and opened again. Each heartbeat
+//! heard also `UNLISTEN`s the channels of mailboxes whose every subscription was dropped.
 
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, FutureExt};
@@ -18,8 +23,9 @@ use snodo::bus::{
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::hub::Hub;
 use crate::{DEFAULT_DEADLINE, DEFAULT_HEARTBEAT, bounded, check_namespace, wire};
@@ -100,7 +106,47 @@ pub struct PgBus {
     channel: String,
     ping: String,
     deadline: Duration,
+    /// Asks the listening connection to `LISTEN` to a new mailbox's channel.
+    control: mpsc::Sender<Listen>,
+    /// Event and message notifications this handle's connection received.
+    received: Arc<AtomicU64>,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// A mailbox's channel to listen to; `done` once the `LISTEN` is through.
+#[derive(Debug)]
+struct Listen {
+    id: InstanceId,
+    done: oneshot::Sender<()>,
+}
+
+/// The channels of one handle: the namespace's, its heartbeat's, and the prefix of its
+/// mailboxes'.
+#[derive(Debug, Clone)]
+struct Channels {
+    common: String,
+    ping: String,
+}
+
+impl Channels {
+    fn mailbox(&self, id: &InstanceId) -> String {
+        mailbox_channel(&self.common, id)
+    }
+}
+
+/// The channel of the messages addressed to `id`: the namespace (at most 32 bytes),
+/// `_to_` and a 64-bit hash of the id (an id may be 48 bytes; a channel name at most 63).
+/// Two ids sharing a hash share a channel: each handle still delivers only what its own
+/// mailboxes are addressed.
+fn mailbox_channel(common: &str, id: &InstanceId) -> String {
+    format!("{common}_to_{:016x}", fnv1a(id.as_str()))
+}
+
+/// FNV-1a, 64 bits: a stable spread of instance ids over channel names.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl PgBus {
@@ -133,15 +179,24 @@ impl PgBus {
             options.namespace,
             &InstanceId::random().as_str()[..16]
         );
-        let first = listen(&pool, &[&channel, &ping], deadline).await?;
-        let liveness = options.heartbeat * 3;
+        let channels = Channels {
+            common: channel.clone(),
+            ping: ping.clone(),
+        };
+        let first = listen(&pool, &channels, &[], deadline).await?;
+        let (control, requests) = mpsc::channel(64);
+        let received = Arc::new(AtomicU64::new(0));
         let receive = tokio::spawn(receive(
-            pool.clone(),
-            Arc::clone(&hub),
-            [channel.clone(), ping.clone()],
+            Receiver {
+                pool: pool.clone(),
+                hub: Arc::clone(&hub),
+                channels,
+                received: Arc::clone(&received),
+                liveness: options.heartbeat * 3,
+                deadline,
+            },
             first,
-            liveness,
-            deadline,
+            requests,
         ));
         let beat = tokio::spawn(heartbeat(
             pool.clone(),
@@ -155,18 +210,24 @@ impl PgBus {
             channel,
             ping,
             deadline,
+            control,
+            received,
             tasks: vec![receive, beat],
         })
     }
 
-    async fn notify(&self, payload: String) -> Result<(), BusError> {
+    async fn notify(&self, to: Option<&InstanceId>, payload: String) -> Result<(), BusError> {
         let query = if payload.len() > SPILL_ABOVE {
             SPILL
         } else {
             "SELECT pg_notify($1, $2)"
         };
+        let channel = match to {
+            Some(id) => mailbox_channel(&self.channel, id),
+            None => self.channel.clone(),
+        };
         let run = async {
-            let (pool, channel) = (&self.pool, self.channel.as_str());
+            let (pool, channel) = (&self.pool, channel.as_str());
             match notify(pool, query, channel, &payload).await {
                 Err(e) if missing_table(&e) => {
                     tracing::warn!("postgres bus: {e}; creating the bus tables again");
@@ -212,6 +273,14 @@ impl PgBus {
     pub fn heartbeat_channel(&self) -> &str {
         &self.ping
     }
+
+    /// How many event and message notifications this handle's listening connection has
+    /// received (heartbeats aside): a message to an instance whose mailbox is elsewhere
+    /// does not reach it.
+    #[must_use]
+    pub fn notifications_received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for PgBus {
@@ -222,7 +291,7 @@ impl Drop for PgBus {
 
 impl Bus for PgBus {
     fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
-        self.notify(wire::event(&event)).boxed()
+        self.notify(None, wire::event(&event)).boxed()
     }
 
     fn events(&self) -> Subscription<Event> {
@@ -230,16 +299,45 @@ impl Bus for PgBus {
     }
 
     fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
-        async move { self.notify(wire::message(&to, &message)?).await }.boxed()
+        async move {
+            let payload = wire::message(&to, &message)?;
+            match &to {
+                Address::Instance(id) => self.notify(Some(id), payload).await,
+                Address::Every => self.notify(None, payload).await,
+            }
+        }
+        .boxed()
     }
 
     fn messages<'a>(
         &'a self,
         me: &'a InstanceId,
     ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
-        // One channel for everything: subscribing is local.
-        let sub = self.hub.mailboxes.subscribe(me);
-        async move { Ok(sub) }.boxed()
+        async move {
+            // The mailbox first: a reconnection from now on listens to its channel too.
+            let sub = self.hub.mailboxes.subscribe(me);
+            let (done, listened) = oneshot::channel();
+            let ask = Listen {
+                id: me.clone(),
+                done,
+            };
+            if *self.hub.state.borrow() == BusState::Down {
+                // Queued for the reconnection, which listens to it before it says Up (a
+                // full queue: the reconnection listens to every held mailbox anyway).
+                let _ = self.control.try_send(ask);
+            } else {
+                let through = async {
+                    self.control.send(ask).await.ok()?;
+                    listened.await.ok()
+                };
+                if tokio::time::timeout(self.deadline, through).await.is_err() {
+                    // The connection is failing: the receiver reconnects and listens.
+                    tracing::debug!("postgres bus: LISTEN for {me} timed out");
+                }
+            }
+            Ok(sub)
+        }
+        .boxed()
     }
 
     fn count<'a>(
@@ -282,71 +380,154 @@ fn missing_table(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("42P01"))
 }
 
+/// A listening connection on the common and heartbeat channels and on those of
+/// `mailboxes`.
 async fn listen(
     pool: &PgPool,
-    channels: &[&str],
+    channels: &Channels,
+    mailboxes: &[InstanceId],
     deadline: Duration,
 ) -> Result<PgListener, BusError> {
+    let mut names = vec![channels.common.clone(), channels.ping.clone()];
+    names.extend(mailboxes.iter().map(|id| channels.mailbox(id)));
     bounded(deadline, "LISTEN", async {
         let mut listener = PgListener::connect_with(pool).await?;
         // A lost connection is reported at once (Ok(None)); this task reconnects.
         listener.eager_reconnect(false);
-        listener.listen_all(channels.iter().copied()).await?;
+        listener.listen_all(names.iter().map(String::as_str)).await?;
         Ok::<_, sqlx::Error>(listener)
     })
     .await
 }
 
-/// Forwards notifications to the hub; on a lost or silent connection, goes down,
-/// reconnects (every `deadline`) and resyncs. Runs until the bus is dropped.
-async fn receive(
+/// What the receiving task holds.
+struct Receiver {
     pool: PgPool,
     hub: Arc<Hub>,
-    channels: [String; 2],
-    first: PgListener,
+    channels: Channels,
+    received: Arc<AtomicU64>,
     liveness: Duration,
     deadline: Duration,
-) {
-    let names = [channels[0].as_str(), channels[1].as_str()];
+}
+
+impl Receiver {
+    /// Listens to `id`'s channel if this connection does not yet.
+    async fn add(
+        &self,
+        listener: &mut PgListener,
+        listening: &mut HashSet<String>,
+        id: &InstanceId,
+    ) -> Result<(), BusError> {
+        let channel = self.channels.mailbox(id);
+        if !listening.contains(&channel) {
+            bounded(self.deadline, "LISTEN", listener.listen(&channel)).await?;
+            listening.insert(channel);
+        }
+        Ok(())
+    }
+
+    /// Stops listening to the channels of mailboxes nobody here holds any more, and
+    /// listens to those of any mailbox a failed `LISTEN` missed.
+    async fn reconcile(
+        &self,
+        listener: &mut PgListener,
+        listening: &mut HashSet<String>,
+    ) -> Result<(), BusError> {
+        let wanted = self.hub.mailboxes.instances();
+        for id in &wanted {
+            self.add(listener, listening, id).await?;
+        }
+        let wanted: HashSet<String> = wanted.iter().map(|id| self.channels.mailbox(id)).collect();
+        let vacated: Vec<String> = listening.difference(&wanted).cloned().collect();
+        for channel in vacated {
+            bounded(self.deadline, "UNLISTEN", listener.unlisten(&channel)).await?;
+            listening.remove(&channel);
+        }
+        Ok(())
+    }
+}
+
+/// Forwards notifications to the hub and listens to new mailboxes' channels; on a lost
+/// or silent connection, goes down, reconnects (every `deadline`) and resyncs. Runs until
+/// the bus is dropped.
+async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Listen>) {
     let mut current = Some(first);
     let mut outage = false;
     loop {
+        let mut listening = HashSet::new();
         let mut listener = match current.take() {
             Some(l) => l,
-            None => match listen(&pool, &names, deadline).await {
-                Ok(l) => l,
-                Err(e) => {
-                    hub.down(&e.to_string());
-                    tokio::time::sleep(deadline).await;
-                    continue;
+            None => {
+                let mailboxes = r.hub.mailboxes.instances();
+                match listen(&r.pool, &r.channels, &mailboxes, r.deadline).await {
+                    Ok(l) => {
+                        listening.extend(mailboxes.iter().map(|id| r.channels.mailbox(id)));
+                        l
+                    }
+                    Err(e) => {
+                        r.hub.down(&e.to_string());
+                        tokio::time::sleep(r.deadline).await;
+                        continue;
+                    }
                 }
-            },
+            }
         };
-        hub.up(outage);
+        // Before saying Up: the mailboxes opened meanwhile, and any the connection missed.
+        let mut ready = Ok(());
+        while let Ok(ask) = requests.try_recv() {
+            ready = r.add(&mut listener, &mut listening, &ask.id).await;
+            let _ = ask.done.send(());
+            if ready.is_err() {
+                break;
+            }
+        }
+        if ready.is_ok() {
+            ready = r.reconcile(&mut listener, &mut listening).await;
+        }
+        if let Err(e) = ready {
+            r.hub.down(&e.to_string());
+            outage = true;
+            tokio::time::sleep(r.deadline).await;
+            continue;
+        }
+        r.hub.up(outage);
+        let mut silent_at = Instant::now() + r.liveness;
         let why = loop {
-            match tokio::time::timeout(liveness, listener.try_recv()).await {
-                Ok(Ok(Some(n))) => on_notification(&pool, &hub, names[1], n, deadline).await,
-                Ok(Ok(None)) => break "connection lost".to_owned(),
-                Ok(Err(e)) => break e.to_string(),
-                Err(_) => break format!("no heartbeat for {liveness:?}"),
+            tokio::select! {
+                n = listener.try_recv() => match n {
+                    Ok(Some(n)) => {
+                        silent_at = Instant::now() + r.liveness;
+                        if n.channel() == r.channels.ping {
+                            if let Err(e) = r.reconcile(&mut listener, &mut listening).await {
+                                break e.to_string();
+                            }
+                        } else {
+                            r.received.fetch_add(1, Ordering::Relaxed);
+                            on_notification(&r.pool, &r.hub, n, r.deadline).await;
+                        }
+                    }
+                    Ok(None) => break "connection lost".to_owned(),
+                    Err(e) => break e.to_string(),
+                },
+                Some(ask) = requests.recv() => {
+                    let added = r.add(&mut listener, &mut listening, &ask.id).await;
+                    let _ = ask.done.send(());
+                    if let Err(e) = added {
+                        break e.to_string();
+                    }
+                }
+                () = tokio::time::sleep_until(silent_at) => {
+                    break format!("no heartbeat for {:?}", r.liveness);
+                }
             }
         };
         drop(listener);
-        hub.down(&why);
+        r.hub.down(&why);
         outage = true;
     }
 }
 
-async fn on_notification(
-    pool: &PgPool,
-    hub: &Hub,
-    ping: &str,
-    n: PgNotification,
-    deadline: Duration,
-) {
-    if n.channel() == ping {
-        return;
-    }
+async fn on_notification(pool: &PgPool, hub: &Hub, n: PgNotification, deadline: Duration) {
     let payload = n.payload();
     let Some(id) = payload.strip_prefix('s') else {
         hub.deliver(payload);

@@ -6,8 +6,11 @@
 //!
 //! The pub/sub connection is PINGed every [`heartbeat`](RedisBusOptions::heartbeat); a
 //! PING unanswered within the deadline, or the connection closing, and it is dropped and
-//! opened again. Commands go through a reconnecting connection manager.
+//! opened again. After each answered PING, the channels of mailboxes whose every
+//! subscription was dropped are unsubscribed. Commands go through a reconnecting
+//! connection manager.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -76,6 +79,10 @@ struct Shared {
     deadline: Duration,
     /// The live pub/sub connection's sending half, to subscribe a new instance's channel.
     sink: Mutex<Option<PubSubSink>>,
+    /// The instances whose channel the live connection is subscribed to; held while
+    /// subscribing or unsubscribing, so that a mailbox opened meanwhile is not
+    /// unsubscribed.
+    listening: tokio::sync::Mutex<HashSet<InstanceId>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -138,6 +145,7 @@ impl RedisBus {
             namespace: options.namespace,
             deadline,
             sink: Mutex::new(None),
+            listening: tokio::sync::Mutex::new(HashSet::new()),
         });
         let first = subscribe(&client, &shared).await?;
         let task = tokio::spawn(receive(
@@ -222,15 +230,24 @@ impl Bus for RedisBus {
         me: &'a InstanceId,
     ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
         async move {
+            let shared = &self.shared;
+            let Ok(mut listening) =
+                tokio::time::timeout(shared.deadline, shared.listening.lock()).await
+            else {
+                // The receiver is stuck on a failing connection: it reconnects and
+                // subscribes every mailbox.
+                return Ok(shared.hub.mailboxes.subscribe(me));
+            };
             // The mailbox first: a reconnection from now on subscribes its channel too.
-            let sub = self.shared.hub.mailboxes.subscribe(me);
-            if let Some(mut sink) = self.shared.sink() {
-                let channel = self.shared.to(&Address::Instance(me.clone()));
-                let subscribed =
-                    bounded(self.shared.deadline, "SUBSCRIBE", sink.subscribe(channel));
-                if let Err(e) = subscribed.await {
+            let sub = shared.hub.mailboxes.subscribe(me);
+            if let Some(mut sink) = shared.sink().filter(|_| !listening.contains(me)) {
+                let channel = shared.to(&Address::Instance(me.clone()));
+                match bounded(shared.deadline, "SUBSCRIBE", sink.subscribe(channel)).await {
+                    Ok(()) => {
+                        listening.insert(me.clone());
+                    }
                     // The connection is failing: the receiver reconnects and subscribes.
-                    tracing::debug!("redis bus: SUBSCRIBE for {me}: {e}");
+                    Err(e) => tracing::debug!("redis bus: SUBSCRIBE for {me}: {e}"),
                 }
             }
             Ok(sub)
@@ -259,20 +276,40 @@ async fn subscribe(client: &Client, shared: &Shared) -> Result<PubSubStream, Bus
     let (mut sink, stream) = bounded(deadline, "pub/sub connect", client.get_async_pubsub())
         .await?
         .split();
-    // The sink first, then the instances: a mailbox added meanwhile is subscribed by
-    // one or the other (twice is harmless).
+    let mut listening = shared.listening.lock().await;
+    listening.clear();
     shared.set_sink(Some(sink.clone()));
+    let mailboxes = shared.hub.mailboxes.instances();
     let mut channels = vec![shared.events(), shared.to(&Address::Every)];
     channels.extend(
-        shared
-            .hub
-            .mailboxes
-            .instances()
-            .into_iter()
-            .map(|id| shared.to(&Address::Instance(id))),
+        mailboxes
+            .iter()
+            .map(|id| shared.to(&Address::Instance(id.clone()))),
     );
     bounded(deadline, "SUBSCRIBE", sink.subscribe(channels)).await?;
+    listening.extend(mailboxes);
     Ok(stream)
+}
+
+/// Unsubscribes the channels of mailboxes nobody here holds any more, and subscribes
+/// those of any mailbox a failed SUBSCRIBE missed.
+async fn reconcile(shared: &Shared, sink: &mut PubSubSink) -> Result<(), BusError> {
+    let mut listening = shared.listening.lock().await;
+    let wanted: HashSet<InstanceId> = shared.hub.mailboxes.instances().into_iter().collect();
+    let channels = |ids: &mut dyn Iterator<Item = &InstanceId>| -> Vec<String> {
+        ids.map(|id| shared.to(&Address::Instance(id.clone())))
+            .collect()
+    };
+    let missing = channels(&mut wanted.difference(&listening));
+    if !missing.is_empty() {
+        bounded(shared.deadline, "SUBSCRIBE", sink.subscribe(missing)).await?;
+    }
+    let vacated = channels(&mut listening.difference(&wanted));
+    if !vacated.is_empty() {
+        bounded(shared.deadline, "UNSUBSCRIBE", sink.unsubscribe(vacated)).await?;
+    }
+    *listening = wanted;
+    Ok(())
 }
 
 /// Forwards messages to the hub and PINGs every `heartbeat`; on a closed or silent
@@ -310,6 +347,9 @@ async fn receive(client: Client, shared: Arc<Shared>, first: PubSubStream, heart
                     let Some(mut sink) = shared.sink() else { break "no sink".to_owned() };
                     let ping = bounded(shared.deadline, "PING", sink.ping::<redis::Value>());
                     if let Err(e) = ping.await {
+                        break e.to_string();
+                    }
+                    if let Err(e) = reconcile(&shared, &mut sink).await {
                         break e.to_string();
                     }
                 }

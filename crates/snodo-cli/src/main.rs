@@ -51,6 +51,14 @@ struct Cli {
     /// Do not check Host (behind a proxy that checks it); Origin is still checked.
     #[arg(long, global = true)]
     any_host: bool,
+    /// How many `subscriptions/listen` streams this instance holds open at once (default
+    /// 256); one more is refused with 503.
+    #[arg(long, global = true)]
+    max_listen_streams: Option<usize>,
+    /// How many connections this instance holds open at once (default 1024); further
+    /// connections wait to be accepted.
+    #[arg(long, global = true)]
+    max_connections: Option<usize>,
     /// Log format on stderr: one line per event (`human`) or one JSON object (`json`).
     /// Every request is logged at info (target `snodo::request`); filter with RUST_LOG.
     #[arg(long, value_enum, default_value_t = LogFormat::Human, global = true)]
@@ -207,6 +215,12 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
     if cli.any_host {
         config = config.any_host();
+    }
+    if let Some(n) = cli.max_listen_streams {
+        config = config.max_listen_streams(n);
+    }
+    if let Some(n) = cli.max_connections {
+        config = config.max_connections(n);
     }
     let mut protection = None;
     let (runtime, addr, banner, stdio) = match cli.command {

@@ -52,6 +52,7 @@ where
     let event_latency = events_reach_every_handle(&make).await;
     events_keep_order(&make, backlog).await;
     let message_latency = messages_are_addressed(&make).await;
+    mailboxes_survive_their_dropped_twins(&make).await;
     large_message_arrives(&make).await;
     lag_is_reported(&make, backlog).await;
     let count_latency = counts_are_shared_and_atomic(&make).await;
@@ -191,6 +192,37 @@ where
         assert_eq!(item(&mut to_x2, "a message").await, m);
     }
     median(samples)
+}
+
+/// How long a bus may take to stop listening for a mailbox whose every subscription was
+/// dropped (the PostgreSQL and Redis buses do it at their next heartbeat, 1 s by default).
+const VACATE: Duration = Duration::from_millis(1500);
+
+/// A bus may stop listening for a mailbox once its every subscription is dropped, but
+/// never while one is left, and a mailbox opened again receives again.
+pub async fn mailboxes_survive_their_dropped_twins<F, Fut>(make: &F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn Bus>>,
+{
+    let (a, b) = (make().await, make().await);
+    let x = InstanceId::random();
+    let first = ok(a.messages(&x).await, "messages");
+    let mut second = ok(a.messages(&x).await, "messages");
+    drop(first);
+    tokio::time::sleep(VACATE).await;
+    let m = |n: u32| Message::Cancel {
+        request: format!("twin-{n}"),
+        reason: None,
+    };
+    ok(b.send(Address::Instance(x.clone()), m(1)).await, "send");
+    assert_eq!(item(&mut second, "a message to a mailbox still held").await, m(1));
+    drop(second);
+    tokio::time::sleep(VACATE).await;
+    let mut again = ok(a.messages(&x).await, "messages");
+    ok(b.send(Address::Instance(x.clone()), m(2)).await, "send");
+    assert_eq!(item(&mut again, "a message to a mailbox opened again").await, m(2));
+    quiet(&mut again, "a message sent before the mailbox was opened again").await;
 }
 
 /// A message of 200 KB arrives whole; one over [`MAX_MESSAGE`] is refused.

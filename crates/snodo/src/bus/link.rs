@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::{Address, Bus, BusState, Event, InstanceId, Message, Received, Subscription};
 use crate::caller::Principal;
@@ -76,6 +77,15 @@ pub(crate) struct Link {
     /// Registries of the endpoints' cancellable requests, which a forwarded
     /// cancellation may name.
     targets: Mutex<Vec<Weak<InFlight>>>,
+    /// Cancelled when the link is dropped: its background tasks end then, not at the
+    /// bus's next message or state change.
+    gone: CancellationToken,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.gone.cancel();
+    }
 }
 
 impl std::fmt::Debug for Link {
@@ -97,6 +107,7 @@ impl Link {
             outbox: OnceLock::new(),
             started: OnceLock::new(),
             targets: Mutex::new(Vec::new()),
+            gone: CancellationToken::new(),
         }
     }
 
@@ -156,8 +167,9 @@ impl Link {
             return;
         }
         self.started.get_or_init(|| {
-            tokio::spawn(mailbox_pump(Arc::downgrade(self), Arc::clone(pending)));
-            tokio::spawn(watch_state(Arc::downgrade(self), sink));
+            let gone = self.gone.clone();
+            tokio::spawn(mailbox_pump(Arc::downgrade(self), Arc::clone(pending), gone));
+            tokio::spawn(watch_state(Arc::downgrade(self), sink, self.gone.clone()));
         });
     }
 
@@ -267,20 +279,33 @@ async fn publish_pump(
     }
 }
 
-/// Delivers what other instances forward here, until the runtime is gone.
-async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>) {
+/// Delivers what other instances forward here, until the runtime is gone (`gone`: its
+/// mailbox is dropped then, so the bus stops listening for it).
+async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: CancellationToken) {
     let mut inbox = loop {
         let Some(l) = link.upgrade() else { return };
-        match l.bus.messages(&l.me).await {
+        let opened = tokio::select! {
+            () = gone.cancelled() => return,
+            opened = l.bus.messages(&l.me) => opened,
+        };
+        drop(l);
+        match opened {
             Ok(inbox) => break inbox,
             Err(e) => {
                 tracing::warn!(target: "snodo::bus", error = %e, "cannot open this instance's mailbox; retrying");
-                drop(l);
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                tokio::select! {
+                    () = gone.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                }
             }
         }
     };
-    while let Some(received) = inbox.recv().await {
+    loop {
+        let received = tokio::select! {
+            () = gone.cancelled() => return,
+            received = inbox.recv() => received,
+        };
+        let Some(received) = received else { return };
         let Some(l) = link.upgrade() else { return };
         match received {
             Received::Item(Message::Cancel { request, .. }) => l.cancel(&request),
@@ -304,7 +329,11 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>) {
 }
 
 /// Logs and counts the bus going down and coming back.
-async fn watch_state(link: Weak<Link>, sink: Option<Arc<dyn RequestSink>>) {
+async fn watch_state(
+    link: Weak<Link>,
+    sink: Option<Arc<dyn RequestSink>>,
+    gone: CancellationToken,
+) {
     let Some(mut state) = link.upgrade().map(|l| l.bus.state()) else {
         return;
     };
@@ -320,7 +349,11 @@ async fn watch_state(link: Weak<Link>, sink: Option<Arc<dyn RequestSink>>) {
             ),
             BusState::Up => tracing::info!(target: "snodo::bus", "bus up"),
         }
-        if state.changed().await.is_err() || link.strong_count() == 0 {
+        let changed = tokio::select! {
+            () = gone.cancelled() => return,
+            changed = state.changed() => changed,
+        };
+        if changed.is_err() || link.strong_count() == 0 {
             return;
         }
     }

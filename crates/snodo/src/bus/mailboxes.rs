@@ -21,6 +21,10 @@ use super::types::{Address, InstanceId, Message};
 /// boxes.deliver(&Address::Every, &cancel);
 /// assert_eq!(inbox.recv().await, Some(Received::Item(cancel)));
 /// assert_eq!(inbox.try_recv(), None);
+/// assert_eq!(boxes.instances(), vec![me.clone()]);
+/// drop(inbox);
+/// assert!(boxes.instances().is_empty());
+/// assert!(!boxes.wants(&Address::Instance(me)));
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -58,16 +62,20 @@ impl Mailboxes {
     /// be decoded).
     #[must_use]
     pub fn wants(&self, to: &Address) -> bool {
+        let boxes = self.lock();
         match to {
-            Address::Every => !self.lock().is_empty(),
-            Address::Instance(id) => self.lock().contains_key(id),
+            Address::Every => boxes.values().any(|f| f.subscribers() > 0),
+            Address::Instance(id) => boxes.get(id).is_some_and(|f| f.subscribers() > 0),
         }
     }
 
-    /// The instance ids with a mailbox here.
+    /// The instance ids with a subscriber here (a mailbox whose every subscription was
+    /// dropped is forgotten: a bus stops listening on its channel).
     #[must_use]
     pub fn instances(&self) -> Vec<InstanceId> {
-        self.lock().keys().cloned().collect()
+        let mut boxes = self.lock();
+        boxes.retain(|_, fanout| fanout.subscribers() > 0);
+        boxes.keys().cloned().collect()
     }
 
     /// Hands `message` to the subscribers of `to` in this process.

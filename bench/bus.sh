@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The bus at scale (issue 35, Build §4): a benchmark, not a timed test.
+#
+#   bash bench/bus.sh                 # memory postgres redis; BENCH_BUSES="redis" for one
+#
+# Per bus: release `snodo fixture` servers on 127.0.0.1 (three sharing the bus; `memory` is
+# ONE server without a bus, the in-process baseline), a throwaway PostgreSQL or Redis
+# (scale/postgres.sh, scale/redis.sh), and one load process (bench/bus-load, raw sockets,
+# release) that opens BENCH_STREAMS (10,000) `subscriptions/listen` streams round robin
+# over the servers and prints:
+#   - each server's RSS before and after, per open idle stream;
+#   - BENCH_ROUNDS (20) publishes on server 1 (a `test_trigger_resource_update` call) and
+#     the time from the call to the update's arrival on every stream: p50, p99, max;
+#   - BENCH_CALLS (2,000) sequential calls of `test_simple_text` and of `bus_limited` (5 a
+#     minute per principal, counted on the bus: past the fifth, each call is counted and
+#     refused) on server 1: server CPU µs per call (every thread, /proc schedstat), the
+#     bus server's (Redis, or the postmaster and its backends), wall µs per call.
+# Bounded: each load run is killed after BENCH_TIMEOUT s (300); every process started here
+# listens on 127.0.0.1 and is stopped by PID on exit. File descriptors: the load process
+# holds one socket per stream, each server its share; `ulimit -n` is raised to the hard
+# limit (10,000 streams need about 10,100 in the load process).
+#
+# Environment: SNODO (default target/release/snodo: `CARGO_INCREMENTAL=0 cargo build
+# --release -p snodo-cli`), BENCH_KEEP_TMP=1 keeps the logs.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+SNODO=${SNODO:-$TARGET/release/snodo}
+LOAD=$TARGET/bus-load/release/snodo-bus-load
+BUSES=${BENCH_BUSES:-memory postgres redis}
+STREAMS=${BENCH_STREAMS:-10000}
+ROUNDS=${BENCH_ROUNDS:-20}
+CALLS=${BENCH_CALLS:-2000}
+TIMEOUT=${BENCH_TIMEOUT:-300}
+NAME=bus.sh
+# shellcheck source=scale/lib.sh
+. "$ROOT/scale/lib.sh"
+
+[[ -x $SNODO ]] || die "$SNODO is missing: CARGO_INCREMENTAL=0 cargo build --release -p snodo-cli"
+if [[ ! -x $LOAD || $HERE/bus-load/src/main.rs -nt $LOAD ]]; then
+    note "building the load process (bench/bus-load, tokio only)"
+    CARGO_INCREMENTAL=0 cargo build -q --release --manifest-path "$HERE/bus-load/Cargo.toml" \
+        --target-dir "$TARGET/bus-load" || die "cannot build bench/bus-load"
+fi
+ulimit -n "$(ulimit -Hn)"
+(( $(ulimit -n) >= STREAMS + 200 )) || die "ulimit -n is $(ulimit -n): $STREAMS streams need $((STREAMS + 200))"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/snodo-bench-bus.XXXXXX")
+chmod 755 "$TMP" # PostgreSQL runs as its own user when started as root
+PIDS=()
+SERVERS=()
+
+stop_all() {
+    local pid i
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do
+        for ((i = 0; i < 200; i++)); do alive "$pid" || break; sleep 0.05; done
+        alive "$pid" && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
+    done
+    PIDS=()
+}
+
+cleanup() {
+    local rc=$? s
+    trap - EXIT
+    trap '' INT TERM
+    stop_all
+    for s in "${SERVERS[@]}"; do bash "$ROOT/scale/${s%%:*}.sh" stop "${s#*:}" >/dev/null 2>&1 || true; done
+    if (( rc != 0 )); then
+        for f in "$TMP"/*/*.err; do
+            [[ -s $f ]] || continue
+            printf -- '--- %s (last lines) ---\n' "${f#"$TMP"/}" >&2
+            tail -n 10 "$f" >&2
+        done
+    fi
+    [[ ${BENCH_KEEP_TMP:-} == 1 ]] && note "kept $TMP" || rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_server() { # DIR NAME ARGS... -> INSTANCE=host:port, SERVER_PID
+    local dir=$1 name=$2 port="" i pid
+    shift 2
+    : >"$dir/$name.out"
+    RUST_LOG=warn "$SNODO" --max-listen-streams "$STREAMS" --max-connections $((STREAMS + 100)) \
+        fixture --addr 127.0.0.1:0 --protocols 2026-07-28 "$@" \
+        >"$dir/$name.out" 2>"$dir/$name.err" &
+    pid=$!
+    PIDS+=("$pid")
+    for ((i = 0; i < 400; i++)); do
+        port=$(sed -n 's#.*http://127\.0\.0\.1:\([0-9][0-9]*\)/mcp.*#\1#p' "$dir/$name.out")
+        [[ -n $port ]] && break
+        alive "$pid" || die "server $name exited during startup: $(tail -n 5 "$dir/$name.err")"
+        sleep 0.05
+    done
+    [[ -n $port ]] || die "server $name did not print its address within 20 s"
+    INSTANCE="127.0.0.1:$port"
+    SERVER_PID=$pid
+}
+
+run_bus() { # memory|postgres|redis
+    local bus=$1 dir="$TMP/$1" url="" n addrs=() pids=() extra=()
+    mkdir -p "$dir"
+    if [[ $bus == memory ]]; then
+        start_server "$dir" s1
+        addrs+=("$INSTANCE"); pids+=("$SERVER_PID")
+    else
+        bash "$ROOT/scale/$bus.sh" start "$dir/server" >/dev/null
+        SERVERS+=("$bus:$dir/server")
+        url=$(cat "$dir/server/url")
+        for n in 1 2 3; do
+            start_server "$dir" "s$n" --bus "$url" --bus-instance "s$n" --bus-lane-token lane
+            addrs+=("$INSTANCE"); pids+=("$SERVER_PID")
+        done
+        extra=(--limited bus_limited --bus-pid "$(cat "$dir/server/pid")")
+    fi
+    note "$bus: servers ${addrs[*]} (pids ${pids[*]})${url:+, bus $url}"
+    sleep 1 # the servers' RSS settles after start-up
+    timeout --foreground -k 5 "$TIMEOUT" "$LOAD" --label "$bus" --streams "$STREAMS" \
+        --rounds "$ROUNDS" --calls "$CALLS" \
+        --addrs "$(IFS=,; echo "${addrs[*]}")" --pids "$(IFS=,; echo "${pids[*]}")" "${extra[@]}" \
+        || die "$bus: the load process failed (exit $?)"
+    for n in "${pids[@]}"; do alive "$n" || die "$bus: a server died during the run"; done
+    stop_all
+    [[ $bus == memory ]] || bash "$ROOT/scale/$bus.sh" stop "$dir/server" >/dev/null 2>&1
+}
+
+printf 'snodo bus benchmark: %s, %s streams, %s rounds, %s calls, %s cores\n' \
+    "$("$SNODO" --version)" "$STREAMS" "$ROUNDS" "$CALLS" "$(nproc)"
+for bus in $BUSES; do run_bus "$bus"; done
