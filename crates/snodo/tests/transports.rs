@@ -267,6 +267,52 @@ async fn an_oversized_header_block_is_refused_and_the_connection_serves_on() {
 }
 
 #[tokio::test]
+async fn a_continuation_flood_is_cut_off_and_others_are_served() {
+    // CVE-2024-27316's shape: one header block that never ends, CONTINUATION after
+    // CONTINUATION (64 MiB of them), which a server that buffers the block until
+    // END_HEADERS would hold in memory.
+    let s = start(Transport::H2c, HttpConfig::default()).await;
+    let mut io = raw_h2(&s, &[]).await;
+    let host = s.host();
+    let r = call(1, "echo", json!({"text": "a"}));
+    let headers = r.headers();
+    let first = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::frame(h2_raw::HEADERS, 0, 1, &first))
+        .await
+        .unwrap();
+    let filler = h2_raw::frame(h2_raw::CONTINUATION, 0, 1, &[0x40; 16_384]);
+    let (mut rd, mut wr) = tokio::io::split(io);
+    let writer = tokio::spawn(async move {
+        for _ in 0..4096 {
+            // The server may close the connection while this is written.
+            if wr.write_all(&filler).await.is_err() {
+                return false;
+            }
+        }
+        true
+    });
+    // A connection error (GOAWAY: PROTOCOL_ERROR, as the block's fields are no valid
+    // HPACK, or ENHANCE_YOUR_CALM for too many CONTINUATIONs), then the connection ends.
+    let mut goaway = None;
+    while let Some(f) = h2_raw::next_frame(&mut rd, WAIT).await {
+        if f.kind == GOAWAY {
+            goaway = Some(f);
+            break;
+        }
+    }
+    let goaway = goaway.expect("a GOAWAY before the connection ended");
+    assert!(matches!(goaway.error_code(), Some(0x1 | 0xb)), "{goaway:?}");
+    let wrote_all = tokio::time::timeout(WAIT, writer).await.unwrap().unwrap();
+    assert!(!wrote_all, "the server read the whole flood");
+    // Another connection is served at once.
+    let mut c = s.connect().await;
+    let (_, r) = tokio::time::timeout(WAIT, c.request(&call(2, "echo", json!({"text": "ok"}))))
+        .await
+        .unwrap();
+    assert_eq!(r.result()["content"][0]["text"], "ok");
+}
+
+#[tokio::test]
 async fn a_stream_that_never_reads_its_sse_does_not_block_the_others() {
     let config = HttpConfig::default()
         .disconnect_probe(Some(Duration::from_millis(20)), Duration::from_millis(5));

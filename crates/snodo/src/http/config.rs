@@ -87,7 +87,11 @@ pub struct Http2Limits {
     /// Default 64 KiB.
     pub(crate) max_header_list_bytes: u32,
     /// Interval of the server's keep-alive PINGs on a connection (`None`: none sent).
-    /// Default 30 s.
+    /// Default none: an idle connection is closed after the header read timeout and
+    /// one whose client stops reading after the write timeout, as over HTTP/1.1, and
+    /// hyper's keep-alive costs a lock and a clock read on every frame received and
+    /// every poll of the connection. Turn it on to notice, within the interval plus
+    /// the timeout, a peer that vanished (no FIN, no RST) while streams stay open.
     pub(crate) keep_alive_interval: Option<Duration>,
     /// Time a keep-alive PING may go unanswered before the connection is closed.
     /// Default 20 s.
@@ -109,8 +113,8 @@ impl Http2Limits {
         self
     }
 
-    /// Sets the keep-alive PING interval (`None`: no PINGs) and how long a PING may
-    /// go unanswered.
+    /// Sets the keep-alive PING interval (`None`, the default: no PINGs) and how long a
+    /// PING may go unanswered (default 20 s).
     #[must_use]
     pub fn keep_alive(mut self, interval: Option<Duration>, timeout: Duration) -> Self {
         self.keep_alive_interval = interval;
@@ -124,7 +128,7 @@ impl Default for Http2Limits {
         Self {
             max_concurrent_streams: 200,
             max_header_list_bytes: 64 * 1024,
-            keep_alive_interval: Some(Duration::from_secs(30)),
+            keep_alive_interval: None,
             keep_alive_timeout: Duration::from_secs(20),
         }
     }

@@ -8,9 +8,10 @@
 //! - a connection that sends nothing is dropped after the head timeout (it is peeked
 //!   before hyper sees it), one that sends no head in time likewise, and one whose
 //!   client stops reading its answer after the write timeout ([`HeadDeadline`]);
-//! - HTTP/1.1 and HTTP/2 on the same listener (hyper-util's auto builder: HTTP/2 by
-//!   prior knowledge in cleartext, by ALPN over TLS), at most `max_headers` headers on
-//!   either, and HTTP/2's own limits ([`Http2Limits`]: concurrent streams, header list
+//! - HTTP/1.1 and HTTP/2 on the same listener (HTTP/2 by prior knowledge in cleartext,
+//!   by ALPN over TLS), the version chosen once per connection from its ALPN or its
+//!   first bytes (hyper-util's auto builder only when they do not tell), at most
+//!   `max_headers` headers on either, and HTTP/2's own limits ([`Http2Limits`]: concurrent streams, header list
 //!   size, keep-alive PINGs; hyper's reset-flood protections on);
 //! - over TLS, the handshake must end within the head timeout;
 //! - at shutdown, connections between requests (nothing sent yet, half a head, idle
@@ -18,24 +19,30 @@
 //!   connection is sent GOAWAY and finishes its open streams).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::future::Either;
+use futures_util::task::AtomicWaker;
 use http::{Request, Response};
 use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::body::Body;
 use super::config::Http2Limits;
 use super::head_deadline::{Answering, Expired, HeadDeadline, Tracked, Watched};
-use super::listener::{Accept, Stream};
+use super::listener::{Accept, Speaks, Stream};
 use super::response;
 
 /// A listener's TLS acceptor (none without the `tls` feature).
@@ -64,26 +71,48 @@ pub(crate) struct ConnLimits {
     pub(crate) http2: Http2Limits,
 }
 
-/// The connection builder for `limits`: HTTP/1.1 and HTTP/2, each bounded.
-fn builder(limits: &ConnLimits) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // The head read deadline is the connection's own (`head_deadline`), not hyper's
-    // `header_read_timeout`, which arms a timer per request.
-    builder.http1().max_headers(limits.max_headers);
-    let h2 = limits.http2;
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(h2.max_concurrent_streams)
-        .max_header_list_size(h2.max_header_list_bytes)
-        .keep_alive_interval(h2.keep_alive_interval)
-        .keep_alive_timeout(h2.keep_alive_timeout)
-        // hyper's defaults, stated: streams reset by the client before they were
-        // answered (CVE-2023-44487, "rapid reset") and streams reset by the server for
-        // the client's errors, each bounded per connection (then GOAWAY).
-        .max_pending_accept_reset_streams(Some(20))
-        .max_local_error_reset_streams(Some(1024));
-    builder
+/// The HTTP/2 settings of `limits`, applied alike to hyper's HTTP/2 builder and to the
+/// auto builder's.
+macro_rules! http2_settings {
+    ($builder:expr, $limits:expr) => {{
+        let h2 = $limits.http2;
+        $builder
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(h2.max_concurrent_streams)
+            .max_header_list_size(h2.max_header_list_bytes)
+            .keep_alive_interval(h2.keep_alive_interval)
+            .keep_alive_timeout(h2.keep_alive_timeout)
+            // hyper's defaults, stated: streams reset by the client before they were
+            // answered (CVE-2023-44487, "rapid reset") and streams reset by the server
+            // for the client's errors, each bounded per connection (then GOAWAY).
+            .max_pending_accept_reset_streams(Some(20))
+            .max_local_error_reset_streams(Some(1024));
+    }};
+}
+
+/// The connection builders of a listener, each bounded: HTTP/1.1's and HTTP/2's for a
+/// connection whose version is known before hyper reads it (TLS ALPN, or the first
+/// bytes peeked: [`Speaks`]), and hyper-util's auto builder, which reads the first bytes
+/// and chooses, for the others.
+struct Builders {
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+    auto: auto::Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(limits: &ConnLimits) -> Self {
+        // The head read deadline is the connection's own (`head_deadline`), not hyper's
+        // `header_read_timeout`, which arms a timer per request.
+        let mut http1 = http1::Builder::new();
+        http1.max_headers(limits.max_headers);
+        let mut http2 = http2::Builder::new(TokioExecutor::new());
+        http2_settings!(http2, limits);
+        let mut auto = auto::Builder::new(TokioExecutor::new());
+        auto.http1().max_headers(limits.max_headers);
+        http2_settings!(auto.http2(), limits);
+        Self { http1, http2, auto }
+    }
 }
 
 /// How long the accept loop pauses after a failed `accept`.
@@ -116,10 +145,11 @@ impl AcceptFailures {
     }
 }
 
-/// The open connections of a listener whose accept loop ended.
+/// The open connections of a listener whose accept loop ended (each connection's task
+/// is tracked; they were told to drain when the loop ended).
 #[derive(Debug)]
 pub(crate) struct Open {
-    graceful: GracefulShutdown,
+    connections: TaskTracker,
 }
 
 impl Open {
@@ -133,7 +163,8 @@ impl Open {
         overdue: impl FnOnce(),
         grace: Duration,
     ) -> bool {
-        let done = self.graceful.shutdown();
+        self.connections.close();
+        let done = self.connections.wait();
         tokio::pin!(done);
         if tokio::time::timeout(drain, &mut done).await.is_ok() {
             return true;
@@ -163,10 +194,10 @@ where
     H: Fn(Request<Incoming>, Answering) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Answered> + Send + 'static,
 {
-    let graceful = GracefulShutdown::new();
+    let tracker = TaskTracker::new();
     let closing = CancellationToken::new();
     let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let builder = Arc::new(builder(&limits));
+    let builders = Arc::new(Builders::new(&limits));
     tokio::pin!(shutdown);
     let mut accept_failures = AcceptFailures::default();
     loop {
@@ -197,15 +228,16 @@ where
             permit,
             limits,
             tls: tls.clone(),
-            builder: Arc::clone(&builder),
-            watcher: graceful.watcher(),
+            builders: Arc::clone(&builders),
             closing: closing.clone(),
         };
-        tokio::spawn(connection.serve(handler.clone()));
+        tracker.spawn(connection.serve(handler.clone()));
     }
     drop(listener);
     closing.cancel();
-    Open { graceful }
+    Open {
+        connections: tracker,
+    }
 }
 
 /// One accepted connection and what it needs to be served.
@@ -214,8 +246,7 @@ struct Connection<S> {
     permit: OwnedSemaphorePermit,
     limits: ConnLimits,
     tls: Option<TlsAcceptor>,
-    builder: Arc<auto::Builder<TokioExecutor>>,
-    watcher: hyper_util::server::graceful::Watcher,
+    builders: Arc<Builders>,
     closing: CancellationToken,
 }
 
@@ -230,31 +261,30 @@ impl<S: Stream> Connection<S> {
             permit,
             limits,
             tls,
-            builder,
-            watcher,
+            builders,
             closing,
         } = self;
         // A client that sends nothing at all must not hold a connection slot, nor
         // delay shutdown.
-        tokio::select! {
+        let speaks = tokio::select! {
             sent = tokio::time::timeout(limits.head_timeout, stream.first_bytes()) => {
-                if !matches!(sent, Ok(true)) {
-                    return;
+                match sent {
+                    Ok(Some(speaks)) => speaks,
+                    _ => return,
                 }
             }
             () = closing.cancelled() => return,
-        }
+        };
         let deadline = HeadDeadline::new(limits.head_timeout, limits.write_timeout);
         let io = Watched::new(stream, Arc::clone(&deadline));
         let served = Served {
             deadline,
             limits,
-            builder,
-            watcher,
+            builders,
             closing,
         };
         match tls {
-            None => served.run(io, handler).await,
+            None => served.run(io, speaks, handler).await,
             #[cfg(feature = "tls")]
             Some(acceptor) => {
                 // The handshake is part of the head: it must end within the head
@@ -264,7 +294,10 @@ impl<S: Stream> Connection<S> {
                     () = served.closing.cancelled() => return,
                 };
                 match shaken {
-                    Ok(Ok(tls)) => served.run(tls, handler).await,
+                    Ok(Ok(tls)) => {
+                        let speaks = Speaks::from_alpn(tls.get_ref().1.alpn_protocol());
+                        served.run(tls, speaks, handler).await;
+                    }
                     Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                     Err(_) => tracing::debug!(
                         "closing a connection whose TLS handshake did not end in time"
@@ -282,13 +315,71 @@ impl<S: Stream> Connection<S> {
 struct Served {
     deadline: Arc<HeadDeadline>,
     limits: ConnLimits,
-    builder: Arc<auto::Builder<TokioExecutor>>,
-    watcher: hyper_util::server::graceful::Watcher,
+    builders: Arc<Builders>,
     closing: CancellationToken,
 }
 
+/// Tells a connection to drain: hyper's graceful shutdown (HTTP/1.1 ends after the
+/// response in progress, HTTP/2 sends GOAWAY and finishes its open streams).
+#[derive(Debug, Default)]
+struct DrainSignal {
+    set: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl DrainSignal {
+    fn drain(&self) {
+        self.set.store(true, Ordering::Release);
+        self.waker.wake();
+    }
+}
+
+/// A hyper connection that starts its graceful shutdown when its [`DrainSignal`] is
+/// set. (hyper-util's `GracefulShutdown` polls a watch channel's `changed()` on every
+/// poll of the connection, a lock each time; this reads one atomic and keeps the task's
+/// waker.)
+struct Drainable<C> {
+    conn: Pin<Box<C>>,
+    signal: Arc<DrainSignal>,
+    draining: bool,
+}
+
+impl<C: GracefulConnection> Future for Drainable<C> {
+    type Output = C::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
+        let this = &mut *self;
+        if !this.draining {
+            this.signal.waker.register(cx.waker());
+            if this.signal.set.load(Ordering::Acquire) {
+                this.draining = true;
+                this.conn.as_mut().graceful_shutdown();
+            }
+        }
+        this.conn.as_mut().poll(cx)
+    }
+}
+
+/// Runs `conn` in a task of its own, drained when `signal` is set.
+fn spawn_drainable<C>(conn: C, signal: &Arc<DrainSignal>) -> tokio::task::JoinHandle<()>
+where
+    C: GracefulConnection + Send + 'static,
+    C::Error: std::fmt::Display,
+{
+    let conn = Drainable {
+        conn: Box::pin(conn),
+        signal: Arc::clone(signal),
+        draining: false,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "connection ended with an error");
+        }
+    })
+}
+
 impl Served {
-    async fn run<I, H, Fut>(self, io: I, handler: H)
+    async fn run<I, H, Fut>(self, io: I, speaks: Speaks, handler: H)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         H: Fn(Request<Incoming>, Answering) -> Fut + Send + Sync + 'static,
@@ -297,8 +388,7 @@ impl Served {
         let Self {
             deadline,
             limits,
-            builder,
-            watcher,
+            builders,
             closing,
         } = self;
         let svc = {
@@ -316,14 +406,18 @@ impl Served {
                 }
             })
         };
-        let conn = watcher.watch(builder.serve_connection(TokioIo::new(io), svc).into_owned());
+        tracing::debug!(protocol = speaks.name(), "serving a connection");
         // The connection runs in a task of its own, so that its requests never poll
         // the deadline; this task wakes only at a deadline, at shutdown or at its end.
-        let mut serving = tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+        let io = TokioIo::new(io);
+        let drain = Arc::new(DrainSignal::default());
+        let mut serving = match speaks {
+            Speaks::Http1 => spawn_drainable(builders.http1.serve_connection(io, svc), &drain),
+            Speaks::Http2 => spawn_drainable(builders.http2.serve_connection(io, svc), &drain),
+            Speaks::Unknown => {
+                spawn_drainable(builders.auto.serve_connection(io, svc).into_owned(), &drain)
             }
-        });
+        };
         let expired = deadline.expired();
         tokio::pin!(expired);
         let mut closing_seen = false;
@@ -341,12 +435,14 @@ impl Served {
                 }
                 () = closing.cancelled(), if !closing_seen => {
                     closing_seen = true;
-                    // Shutdown: a connection between requests has nothing to finish.
+                    // Shutdown: a connection between requests has nothing to finish;
+                    // the others finish what they answer.
                     if deadline.is_idle() {
                         serving.abort();
                         let _ = serving.await;
                         break;
                     }
+                    drain.drain();
                 }
             }
         }

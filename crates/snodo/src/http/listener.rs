@@ -76,9 +76,60 @@ pub(crate) trait Accept: Send + 'static {
 
 /// An accepted connection.
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
-    /// Completes with `true` once the client has sent something, `false` when it closed
-    /// (or failed) first.
-    fn first_bytes(&self) -> impl Future<Output = bool> + Send;
+    /// Completes once the client has sent something, with what its first bytes say it
+    /// speaks (read without being consumed); `None` when it closed (or failed) first.
+    fn first_bytes(&self) -> impl Future<Output = Option<Speaks>> + Send;
+}
+
+/// HTTP/2's connection preface (RFC 9113 §3.4), which a client speaking HTTP/2 by prior
+/// knowledge sends first.
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The HTTP version a connection speaks, as far as its first bytes (or its TLS ALPN)
+/// tell: chosen once per connection, so that hyper serves it with that version's own
+/// connection, not one that sniffs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Speaks {
+    /// HTTP/1.1.
+    Http1,
+    /// HTTP/2.
+    Http2,
+    /// Not told yet (a preface cut short, a Unix socket, TLS without ALPN): hyper reads
+    /// the first bytes and chooses.
+    Unknown,
+}
+
+impl Speaks {
+    /// What the first bytes a client sent, `first`, say: HTTP/2 when they are the whole
+    /// preface, HTTP/1.1 when they differ from it, unknown when they are a part of it.
+    pub(crate) fn from_first(first: &[u8]) -> Self {
+        let n = first.len().min(H2_PREFACE.len());
+        if first.get(..n) != H2_PREFACE.get(..n) {
+            Self::Http1
+        } else if n == H2_PREFACE.len() {
+            Self::Http2
+        } else {
+            Self::Unknown
+        }
+    }
+
+    /// What a TLS connection's ALPN protocol says (`None`: none agreed).
+    pub(crate) fn from_alpn(alpn: Option<&[u8]>) -> Self {
+        match alpn {
+            Some(b"h2") => Self::Http2,
+            Some(_) => Self::Http1,
+            None => Self::Unknown,
+        }
+    }
+
+    /// The name logged for it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Http1 => "http/1.1",
+            Self::Http2 => "h2",
+            Self::Unknown => "auto",
+        }
+    }
 }
 
 impl Accept for TcpListener {
@@ -92,9 +143,12 @@ impl Accept for TcpListener {
 }
 
 impl Stream for TcpStream {
-    async fn first_bytes(&self) -> bool {
-        let mut first = [0u8; 1];
-        matches!(self.peek(&mut first).await, Ok(n) if n > 0)
+    async fn first_bytes(&self) -> Option<Speaks> {
+        let mut first = [0u8; H2_PREFACE.len()];
+        match self.peek(&mut first).await {
+            Ok(n) if n > 0 => Some(Speaks::from_first(first.get(..n)?)),
+            _ => None,
+        }
     }
 }
 
@@ -110,10 +164,10 @@ impl Accept for UnixSocket {
 
 #[cfg(unix)]
 impl Stream for UnixStream {
-    async fn first_bytes(&self) -> bool {
+    async fn first_bytes(&self) -> Option<Speaks> {
         // (No peek on a Unix stream: readable also when the client closed, which
-        // hyper then sees at once.)
-        self.readable().await.is_ok()
+        // hyper then sees at once; hyper reads the first bytes and chooses.)
+        self.readable().await.ok().map(|()| Speaks::Unknown)
     }
 }
 
@@ -191,5 +245,26 @@ impl Drop for UnixSocket {
         if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.ino) {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{H2_PREFACE, Speaks};
+
+    #[test]
+    fn the_first_bytes_tell_the_version() {
+        assert_eq!(Speaks::from_first(H2_PREFACE), Speaks::Http2);
+        let mut more = H2_PREFACE.to_vec();
+        more.extend(b"\0\0\0\x04");
+        assert_eq!(Speaks::from_first(&more), Speaks::Http2);
+        assert_eq!(Speaks::from_first(b"POST /mcp HTTP/1.1\r\n"), Speaks::Http1);
+        assert_eq!(Speaks::from_first(b"GET"), Speaks::Http1);
+        assert_eq!(Speaks::from_first(b"PRI * HTTP/1.1"), Speaks::Http1);
+        assert_eq!(Speaks::from_first(b"P"), Speaks::Unknown);
+        assert_eq!(Speaks::from_first(b"PRI * HTTP/2.0\r\n"), Speaks::Unknown);
+        assert_eq!(Speaks::from_alpn(Some(b"h2")), Speaks::Http2);
+        assert_eq!(Speaks::from_alpn(Some(b"http/1.1")), Speaks::Http1);
+        assert_eq!(Speaks::from_alpn(None), Speaks::Unknown);
     }
 }
