@@ -397,8 +397,9 @@ struct Supervisor {
     shared: Arc<Shared>,
     connect: Connect,
     policy: RestartPolicy,
-    /// Called when a connection goes, and when one comes after an earlier try (what
-    /// the backend lists may have changed meanwhile).
+    /// Called when a connection goes, when its failures in a row make it down, and
+    /// when one comes after an earlier try (what the backend lists may have changed
+    /// meanwhile).
     on_change: Arc<dyn Fn() + Send + Sync>,
 }
 
@@ -432,7 +433,8 @@ async fn supervise(s: Supervisor) {
         s.shared.restarts.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(backend = %s.name, child = s.i, attempt, error = %error, retry_in = ?backoff, "backend connection down; starting it again");
         s.shared.set(s.i, SlotState::Restarting { error, attempt });
-        if served {
+        // Gone, or restarting no longer but down: the mount lists (and says so) now.
+        if served || attempt == RESTARTING + 1 {
             (s.on_change)();
         }
         tokio::time::sleep(backoff).await;
