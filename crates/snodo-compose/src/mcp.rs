@@ -4,7 +4,6 @@
 //! connections (see [`pool`](crate::pool)) started again after they fail.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -80,8 +79,6 @@ struct Config {
     protocol: Protocol,
     timeout: Option<Duration>,
     write_timeout: Option<Duration>,
-    /// Connections made so far (a reconnection lists again).
-    connections: Arc<AtomicU64>,
     changes: watch::Sender<u64>,
     /// The backend's calls in flight and parked (its questions go to their callers).
     asker: Arc<crate::asking::Asker>,
@@ -108,7 +105,6 @@ impl McpSource {
                 protocol: Protocol::Auto,
                 timeout: None,
                 write_timeout: None,
-                connections: Arc::new(AtomicU64::new(0)),
                 changes: watch::channel(0).0,
             },
             size: 1,
@@ -282,11 +278,12 @@ impl McpSource {
                 let cfg = Arc::clone(&cfg);
                 Box::pin(async move { cfg.connect().await })
             });
-            // A connection that went: the mount lists again (and sees the backend
-            // restarting when no connection serves).
+            // A connection that went (the mount lists again, and sees the backend
+            // restarting when none serves), or came back (whatever changed while it
+            // was away: list again).
             let changes = self.cfg.changes.clone();
-            let on_down = Arc::new(move || changes.send_modify(|n| *n += 1));
-            Pool::new(&self.cfg.name, self.size, self.policy, connect, on_down)
+            let on_change = Arc::new(move || changes.send_modify(|n| *n += 1));
+            Pool::new(&self.cfg.name, self.size, self.policy, connect, on_change)
         })
     }
 
@@ -409,10 +406,6 @@ impl Config {
         tracing::info!(source = %self.name, protocol = %c.protocol_version(), "backend connected");
         if c.server().stateless {
             self.spawn_listener(c);
-        }
-        // A reconnection: whatever changed while there was no connection, list again.
-        if self.connections.fetch_add(1, Ordering::Relaxed) > 0 {
-            self.changes.send_modify(|n| *n += 1);
         }
         Ok(conn)
     }

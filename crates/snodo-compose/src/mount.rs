@@ -380,6 +380,14 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
                 () = poke.notified() => {}
+                // The source says it may be back (a restarted child): list now.
+                r = changes.changed() => {
+                    if r.is_err() {
+                        let (tx, rx) = watch::channel(0);
+                        _stand_in = Some(tx);
+                        changes = rx;
+                    }
+                }
             }
             backoff = (backoff * 2).min(options.max_backoff);
         }

@@ -203,7 +203,7 @@ pub(crate) struct Pool {
     shared: Arc<Shared>,
     connect: Connect,
     policy: RestartPolicy,
-    on_down: Arc<dyn Fn() + Send + Sync>,
+    on_change: Arc<dyn Fn() + Send + Sync>,
     tasks: Mutex<Option<Vec<JoinHandle<()>>>>,
 }
 
@@ -213,7 +213,7 @@ impl Pool {
         size: usize,
         policy: RestartPolicy,
         connect: Connect,
-        on_down: Arc<dyn Fn() + Send + Sync>,
+        on_change: Arc<dyn Fn() + Send + Sync>,
     ) -> Self {
         let slots = (0..size.max(1)).map(|_| Slot::default()).collect();
         Self {
@@ -226,7 +226,7 @@ impl Pool {
             }),
             connect,
             policy,
-            on_down,
+            on_change,
             tasks: Mutex::new(None),
         }
     }
@@ -261,7 +261,7 @@ impl Pool {
                     shared: Arc::clone(&self.shared),
                     connect: Arc::clone(&self.connect),
                     policy: self.policy,
-                    on_down: Arc::clone(&self.on_down),
+                    on_change: Arc::clone(&self.on_change),
                 }))
             })
             .collect();
@@ -397,7 +397,10 @@ struct Supervisor {
     shared: Arc<Shared>,
     connect: Connect,
     policy: RestartPolicy,
-    on_down: Arc<dyn Fn() + Send + Sync>,
+    /// Called when a connection goes, when its failures in a row make it down, and
+    /// when one comes after an earlier try (what the backend lists may have changed
+    /// meanwhile).
+    on_change: Arc<dyn Fn() + Send + Sync>,
 }
 
 /// Keeps slot `i` connected: start, serve until the child exits or a call reports the
@@ -405,7 +408,9 @@ struct Supervisor {
 async fn supervise(s: Supervisor) {
     let mut backoff = s.policy.min_backoff;
     let mut attempt = 0u32;
+    let mut tries = 0u64;
     loop {
+        tries += 1;
         s.shared.set(s.i, SlotState::Starting);
         let started = Instant::now();
         let (error, served) =
@@ -418,7 +423,7 @@ async fn supervise(s: Supervisor) {
                     false,
                 ),
                 Ok(Err(e)) => (e, false),
-                Ok(Ok(conn)) => (serve(&s, conn).await, true),
+                Ok(Ok(conn)) => (serve(&s, conn, tries > 1).await, true),
             };
         if served && started.elapsed() >= s.policy.healthy_after {
             backoff = s.policy.min_backoff;
@@ -428,8 +433,9 @@ async fn supervise(s: Supervisor) {
         s.shared.restarts.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(backend = %s.name, child = s.i, attempt, error = %error, retry_in = ?backoff, "backend connection down; starting it again");
         s.shared.set(s.i, SlotState::Restarting { error, attempt });
-        if served {
-            (s.on_down)();
+        // Gone, or restarting no longer but down: the mount lists (and says so) now.
+        if served || attempt == RESTARTING + 1 {
+            (s.on_change)();
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(s.policy.max_backoff);
@@ -437,7 +443,7 @@ async fn supervise(s: Supervisor) {
 }
 
 /// Serves on `conn` until its child exits or a call reports it broken; says why.
-async fn serve(s: &Supervisor, conn: Conn) -> String {
+async fn serve(s: &Supervisor, conn: Conn, again: bool) -> String {
     // One per connection: a failure reported against an earlier one is not this one's.
     let broken = Arc::new(Notify::new());
     s.shared.set(
@@ -449,6 +455,9 @@ async fn serve(s: &Supervisor, conn: Conn) -> String {
         },
     );
     tracing::info!(backend = %s.name, child = s.i, "backend connection ready");
+    if again {
+        (s.on_change)();
+    }
     let why = tokio::select! {
         w = wait_exit(conn.child.as_ref()) => w,
         () = broken.notified() => conn

@@ -388,3 +388,24 @@ async fn sigterm_of_the_gateway_leaves_no_process_behind() {
         "child {child:?} or grandchild {grandchild:?} outlived the gateway"
     );
 }
+
+#[tokio::test]
+async fn a_call_the_child_never_answers_times_out_naming_it_and_the_child_stays() {
+    let src = kid("h", "ok").timeout(Duration::from_millis(300));
+    let health = src.health();
+    let (front, _mounts) = front_with(vec![src]).await;
+    let c = support::client(&front, "2025-06-18").await;
+    let t0 = Instant::now();
+    let err = call(&c, "h_sleep", json!({"ms": 10_000}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("backend \"h\""), "{err}");
+    assert!(err.contains("timed out"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    // The connection is fine: no restart, the next call is served at once.
+    assert_eq!(
+        call(&c, "h_echo", json!({"text": "still"})).await.unwrap(),
+        "still"
+    );
+    assert_eq!(health.restarts(), 0);
+}
