@@ -49,26 +49,11 @@ ulimit -n "$(ulimit -Hn)"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/snodo-bench-bus.XXXXXX")
 chmod 755 "$TMP" # PostgreSQL runs as its own user when started as root
-PIDS=()
-SERVERS=()
-
-stop_all() {
-    local pid i
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for ((i = 0; i < 200; i++)); do alive "$pid" || break; sleep 0.05; done
-        alive "$pid" && kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null || true
-    done
-    PIDS=()
-}
-
 cleanup() {
-    local rc=$? s
+    local rc=$?
     trap - EXIT
     trap '' INT TERM
-    stop_all
-    for s in "${SERVERS[@]}"; do bash "$ROOT/scale/${s%%:*}.sh" stop "${s#*:}" >/dev/null 2>&1 || true; done
+    stop_started
     if (( rc != 0 )); then
         for f in "$TMP"/*/*.err; do
             [[ -s $f ]] || continue
@@ -84,7 +69,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 start_server() { # DIR NAME ARGS... -> INSTANCE=host:port, SERVER_PID
-    local dir=$1 name=$2 port="" i pid
+    local dir=$1 name=$2 pid
     shift 2
     : >"$dir/$name.out"
     RUST_LOG=warn "$SNODO" --max-listen-streams "$STREAMS" --max-connections $((STREAMS + 100)) \
@@ -92,14 +77,8 @@ start_server() { # DIR NAME ARGS... -> INSTANCE=host:port, SERVER_PID
         >"$dir/$name.out" 2>"$dir/$name.err" &
     pid=$!
     PIDS+=("$pid")
-    for ((i = 0; i < 400; i++)); do
-        port=$(sed -n 's#.*http://127\.0\.0\.1:\([0-9][0-9]*\)/mcp.*#\1#p' "$dir/$name.out")
-        [[ -n $port ]] && break
-        alive "$pid" || die "server $name exited during startup: $(tail -n 5 "$dir/$name.err")"
-        sleep 0.05
-    done
-    [[ -n $port ]] || die "server $name did not print its address within 20 s"
-    INSTANCE="127.0.0.1:$port"
+    wait_port "$dir/$name.out" "$pid" "server $name"
+    INSTANCE="127.0.0.1:$PORT"
     SERVER_PID=$pid
 }
 

@@ -39,26 +39,11 @@ fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/snodo-bus.XXXXXX")
 chmod 755 "$TMP" # nginx workers run as an unprivileged user when started as root
-PIDS=()
-SERVERS=()
-
-stop_all() {
-    local pid i
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for ((i = 0; i < 240; i++)); do alive "$pid" || break; sleep 0.05; done
-        alive "$pid" && kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null || true
-    done
-    PIDS=()
-}
-
 cleanup() {
-    local rc=$? s
+    local rc=$?
     trap - EXIT
     trap '' INT TERM
-    stop_all
-    for s in "${SERVERS[@]}"; do bash "$HERE/${s%%:*}.sh" stop "${s#*:}" >/dev/null 2>&1 || true; done
+    stop_started
     if (( rc != 0 )); then
         for f in "$TMP"/*/*.err "$TMP"/*/error.log; do
             [[ -s $f ]] || continue
@@ -74,21 +59,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 start_instance() { # DIR NAME PROTOCOLS URL -> prints host:port once it listens
-    local dir=$1 name=$2 port="" i pid
+    local dir=$1 name=$2 pid
     : >"$dir/$name.out"
     RUST_LOG=${RUST_LOG:-info} "$SNODO" fixture --addr 127.0.0.1:0 --protocols "$3" \
         --bus "$4" --bus-instance "$name" --bus-lane-token lane \
         >"$dir/$name.out" 2>"$dir/$name.err" &
     pid=$!
     PIDS+=("$pid")
-    for ((i = 0; i < 400; i++)); do
-        port=$(sed -n 's#.*http://127\.0\.0\.1:\([0-9][0-9]*\)/mcp.*#\1#p' "$dir/$name.out")
-        [[ -n $port ]] && break
-        alive "$pid" || die "instance $name exited during startup: $(tail -n 5 "$dir/$name.err")"
-        sleep 0.05
-    done
-    [[ -n $port ]] || die "instance $name did not print its address within 20 s"
-    INSTANCE="127.0.0.1:$port"
+    wait_port "$dir/$name.out" "$pid" "instance $name"
+    INSTANCE="127.0.0.1:$PORT"
 }
 
 nginx_conf() { # DIR PORT_MODERN PORT_LEGACY MODERN... -- LEGACY...

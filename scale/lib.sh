@@ -63,3 +63,48 @@ dispatch() { # $1 = command
         *) die "unknown command $1 (start|stop|kill|restart)" ;;
     esac
 }
+
+# stop_pids PID...: SIGTERM to each, up to 12 s each to go, then SIGKILL; reaps them.
+stop_pids() {
+    local pid i
+    for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "$@"; do
+        for ((i = 0; i < 240; i++)); do alive "$pid" || break; sleep 0.05; done
+        alive "$pid" && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+# wait_port OUT PID NAME: waits (20 s) for the snodo server PID to print its loopback
+# address in OUT (its stderr beside it, OUT with .err for .out); sets PORT.
+wait_port() {
+    local i
+    PORT=""
+    for ((i = 0; i < 400; i++)); do
+        PORT=$(sed -n 's#.*http://127\.0\.0\.1:\([0-9][0-9]*\)/mcp.*#\1#p' "$1")
+        [[ -n $PORT ]] && return 0
+        alive "$2" || die "$3 exited during startup: $(tail -n 5 "${1%.out}.err")"
+        sleep 0.05
+    done
+    die "$3 did not print its address within 20 s"
+}
+
+# What a lane started: server PIDs, and bus servers as KIND:DIR (scale/KIND.sh stop DIR).
+PIDS=()
+SERVERS=()
+
+# stop_all: stops the server PIDs.
+stop_all() {
+    stop_pids "${PIDS[@]}"
+    PIDS=()
+}
+
+# stop_started: stops them all, bus servers too (on exit).
+stop_started() {
+    local s
+    stop_all
+    for s in "${SERVERS[@]}"; do
+        bash "$(dirname "${BASH_SOURCE[0]}")/${s%%:*}.sh" stop "${s#*:}" >/dev/null 2>&1 || true
+    done
+    SERVERS=()
+}

@@ -62,7 +62,12 @@ fn args() -> Res<Args> {
     };
     let list = |k: &str| -> Vec<String> {
         get(k)
-            .map(|v| v.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .map(|v| {
+                v.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let addrs = list("addrs")
@@ -93,7 +98,14 @@ fn args() -> Res<Args> {
     })
 }
 
-fn request(addr: SocketAddr, token: &str, id: usize, method: &str, params: &str, name: Option<&str>) -> String {
+fn request(
+    addr: SocketAddr,
+    token: &str,
+    id: usize,
+    method: &str,
+    params: &str,
+    name: Option<&str>,
+) -> String {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
     );
@@ -110,7 +122,12 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Opens one listen stream and waits for its acknowledgement; a task then sends the
 /// instant of each delivery.
-async fn open(addr: SocketAddr, token: &str, id: usize, tx: mpsc::UnboundedSender<Instant>) -> Res<()> {
+async fn open(
+    addr: SocketAddr,
+    token: &str,
+    id: usize,
+    tx: mpsc::UnboundedSender<Instant>,
+) -> Res<()> {
     let params = format!(r#""notifications":{{"resourceSubscriptions":["{URI}"]}}"#);
     let req = request(addr, token, id, "subscriptions/listen", &params, None);
     let mut s = tokio::time::timeout(WAIT, TcpStream::connect(addr))
@@ -129,7 +146,9 @@ async fn open(addr: SocketAddr, token: &str, id: usize, tx: mpsc::UnboundedSende
             .map_err(|e| format!("stream {id}: read: {e}"))?;
         if n == 0 {
             let head = String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned();
-            return Err(format!("stream {id}: closed before its acknowledgement: {head:?}"));
+            return Err(format!(
+                "stream {id}: closed before its acknowledgement: {head:?}"
+            ));
         }
         buf.extend_from_slice(&chunk[..n]);
     }
@@ -168,17 +187,35 @@ struct Caller {
 
 impl Caller {
     async fn connect(addr: SocketAddr, token: &str) -> Res<Self> {
-        let s = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+        let s = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
         s.set_nodelay(true).map_err(|e| e.to_string())?;
-        Ok(Self { s, addr, token: token.to_owned(), buf: Vec::new(), id: 1_000_000 })
+        Ok(Self {
+            s,
+            addr,
+            token: token.to_owned(),
+            buf: Vec::new(),
+            id: 1_000_000,
+        })
     }
 
     /// Calls `tool`; the response's body.
     async fn call(&mut self, tool: &str) -> Res<String> {
         self.id += 1;
         let params = format!(r#""name":"{tool}","arguments":{{}}"#);
-        let req = request(self.addr, &self.token, self.id, "tools/call", &params, Some(tool));
-        self.s.write_all(req.as_bytes()).await.map_err(|e| format!("call {tool}: {e}"))?;
+        let req = request(
+            self.addr,
+            &self.token,
+            self.id,
+            "tools/call",
+            &params,
+            Some(tool),
+        );
+        self.s
+            .write_all(req.as_bytes())
+            .await
+            .map_err(|e| format!("call {tool}: {e}"))?;
         tokio::time::timeout(WAIT, self.response())
             .await
             .map_err(|_| format!("call {tool}: no answer within {WAIT:?}"))?
@@ -251,7 +288,11 @@ fn cpu_ns(pid: u32) -> u64 {
     tasks
         .flatten()
         .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        .filter_map(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .sum()
 }
 
@@ -339,7 +380,13 @@ async fn fanout(a: &Args, rx: &mut mpsc::UnboundedReceiver<Instant>) -> Res<Vec<
         while got.len() < a.streams {
             let at = tokio::time::timeout(WAIT, rx.recv())
                 .await
-                .map_err(|_| format!("round {round}: {} of {} streams heard the update within {WAIT:?}", got.len(), a.streams))?
+                .map_err(|_| {
+                    format!(
+                        "round {round}: {} of {} streams heard the update within {WAIT:?}",
+                        got.len(),
+                        a.streams
+                    )
+                })?
                 .ok_or("every stream ended")?;
             got.push(at.duration_since(published));
         }
@@ -408,10 +455,19 @@ async fn run(a: Args) -> Res<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let took = open_all(&a, &tx).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    println!("{}: {} listen streams open over {} instances in {:.1} s", a.label, a.streams, a.addrs.len(), took.as_secs_f64());
+    println!(
+        "{}: {} listen streams open over {} instances in {:.1} s",
+        a.label,
+        a.streams,
+        a.addrs.len(),
+        took.as_secs_f64()
+    );
     for (i, &pid) in a.pids.iter().enumerate() {
         let after = rss_kib(pid);
-        let held = (0..a.streams).filter(|s| s % a.addrs.len() == i).count().max(1);
+        let held = (0..a.streams)
+            .filter(|s| s % a.addrs.len() == i)
+            .count()
+            .max(1);
         println!(
             "{}: server {} (pid {pid}): RSS {} -> {} KiB, +{:.1} KiB per idle listen stream ({held} streams)",
             a.label,

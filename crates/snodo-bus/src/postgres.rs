@@ -394,7 +394,9 @@ async fn listen(
         let mut listener = PgListener::connect_with(pool).await?;
         // A lost connection is reported at once (Ok(None)); this task reconnects.
         listener.eager_reconnect(false);
-        listener.listen_all(names.iter().map(String::as_str)).await?;
+        listener
+            .listen_all(names.iter().map(String::as_str))
+            .await?;
         Ok::<_, sqlx::Error>(listener)
     })
     .await

@@ -135,7 +135,11 @@ async fn redis_unsubscribes_a_dropped_mailbox() {
     assert_eq!(subscribers(&url, &channel).await, 1);
     drop(one);
     tokio::time::sleep(HEARTBEAT * 3).await;
-    assert_eq!(subscribers(&url, &channel).await, 1, "unsubscribed while held");
+    assert_eq!(
+        subscribers(&url, &channel).await,
+        1,
+        "unsubscribed while held"
+    );
     drop(two);
     let took = until_subscribers(&url, &channel, 0).await;
     println!("redis: a dropped mailbox's channel unsubscribed after {took:?}");

@@ -216,13 +216,23 @@ where
         reason: None,
     };
     ok(b.send(Address::Instance(x.clone()), m(1)).await, "send");
-    assert_eq!(item(&mut second, "a message to a mailbox still held").await, m(1));
+    assert_eq!(
+        item(&mut second, "a message to a mailbox still held").await,
+        m(1)
+    );
     drop(second);
     tokio::time::sleep(VACATE).await;
     let mut again = ok(a.messages(&x).await, "messages");
     ok(b.send(Address::Instance(x.clone()), m(2)).await, "send");
-    assert_eq!(item(&mut again, "a message to a mailbox opened again").await, m(2));
-    quiet(&mut again, "a message sent before the mailbox was opened again").await;
+    assert_eq!(
+        item(&mut again, "a message to a mailbox opened again").await,
+        m(2)
+    );
+    quiet(
+        &mut again,
+        "a message sent before the mailbox was opened again",
+    )
+    .await;
 }
 
 /// A message of 200 KB arrives whole; one over [`MAX_MESSAGE`] is refused.

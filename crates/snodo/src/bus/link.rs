@@ -168,7 +168,11 @@ impl Link {
         }
         self.started.get_or_init(|| {
             let gone = self.gone.clone();
-            tokio::spawn(mailbox_pump(Arc::downgrade(self), Arc::clone(pending), gone));
+            tokio::spawn(mailbox_pump(
+                Arc::downgrade(self),
+                Arc::clone(pending),
+                gone,
+            ));
             tokio::spawn(watch_state(Arc::downgrade(self), sink, self.gone.clone()));
         });
     }
