@@ -50,10 +50,10 @@ fn token_key(v: &Value) -> String {
 }
 
 impl StdioTransport {
-    /// Starts `program args…` with piped stdin/stdout; its stderr is inherited.
-    pub(crate) fn spawn(program: &str, args: &[String]) -> Result<Arc<Self>, ClientError> {
-        let mut child = Command::new(program)
-            .args(args)
+    /// Starts `command` with piped stdin/stdout; its stderr is inherited.
+    pub(crate) fn spawn(command: std::process::Command) -> Result<Arc<Self>, ClientError> {
+        let program = command.get_program().to_owned();
+        let mut child = Command::from(command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

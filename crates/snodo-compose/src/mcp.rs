@@ -57,6 +57,9 @@ pub struct McpSource {
     headers: Vec<(HeaderName, HeaderValue)>,
     protocol: Protocol,
     timeout: Option<Duration>,
+    /// A stdio child's extra environment and working directory.
+    env: Vec<(String, String)>,
+    current_dir: Option<std::path::PathBuf>,
     client: Mutex<Option<Client>>,
     /// Connections made so far (a reconnection lists again).
     connections: std::sync::atomic::AtomicU64,
@@ -79,6 +82,8 @@ impl McpSource {
             headers: Vec::new(),
             protocol: Protocol::Auto,
             timeout: None,
+            env: Vec::new(),
+            current_dir: None,
             client: Mutex::new(None),
             connections: std::sync::atomic::AtomicU64::new(0),
             changes: watch::channel(0).0,
@@ -182,6 +187,28 @@ impl McpSource {
         self
     }
 
+    /// Sets an environment variable of a stdio child (beside those it inherits).
+    ///
+    /// ```
+    /// use snodo_compose::McpSource;
+    /// let fs = McpSource::stdio("fs", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])
+    ///     .env("NODE_ENV", "production")
+    ///     .current_dir("/srv/data");
+    /// # let _ = fs;
+    /// ```
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The working directory of a stdio child (default: the gateway's).
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+
     fn builder(&self) -> ClientBuilder {
         let changes = self.changes.clone();
         let name = self.name.clone();
@@ -218,7 +245,16 @@ impl McpSource {
         let b = self.builder();
         match &self.target {
             Target::Http(url) => b.connect_http(url).await,
-            Target::Stdio(p, args) => b.connect_stdio(p, args).await,
+            Target::Stdio(p, args) => {
+                let mut command = std::process::Command::new(p);
+                command
+                    .args(args)
+                    .envs(self.env.iter().map(|(k, v)| (k, v)));
+                if let Some(dir) = &self.current_dir {
+                    command.current_dir(dir);
+                }
+                b.connect_command(command).await
+            }
             Target::Runtime(rt) => b.connect_runtime(rt.clone()).await,
             Target::Stream(f) => {
                 let (r, w) = f()
