@@ -473,6 +473,31 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// deploy/gateway.toml and the ConfigMap of deploy/gateway-kubernetes.yaml stay
+    /// valid.
+    #[test]
+    fn the_shipped_examples_are_valid() {
+        let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+        let env = |_: &str| Some("from-the-environment".to_owned());
+        let toml = std::fs::read_to_string(deploy.join("gateway.toml")).unwrap_or_default();
+        let yaml =
+            std::fs::read_to_string(deploy.join("gateway-kubernetes.yaml")).unwrap_or_default();
+        // The block under `gateway.toml: |`, unindented.
+        let configmap: String = yaml
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("gateway.toml: |"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with("    "))
+            .map(|l| format!("{}\n", l.get(4..).unwrap_or("")))
+            .collect();
+        for (name, text, backends) in [("gateway.toml", toml, 2), ("ConfigMap", configmap, 2)] {
+            let path = Path::new(name);
+            let file = parse(path, &text).unwrap_or_else(|e| panic!("{e}"));
+            let plans = plan(path, &text, file.backend, &env).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plans.len(), backends, "{name}");
+        }
+    }
+
     #[test]
     fn a_full_backend_is_accepted() {
         let text = r#"
