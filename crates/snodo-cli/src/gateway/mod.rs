@@ -145,7 +145,7 @@ fn setup(args: &GatewayArgs) -> Result<Setup, String> {
     }
     let addr = match args.addr.clone().or(addr) {
         Some(a) => a,
-        None => DEFAULT_ADDR.parse().map_err(|e| format!("{e}"))?,
+        None => DEFAULT_ADDR.parse().map_err(|e: String| e)?,
     };
     let protocols = if !args.protocols.is_empty() {
         args.protocols.clone()
