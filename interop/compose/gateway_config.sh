@@ -35,39 +35,13 @@ EVERYTHING="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/inde
 
 # ---- processes ---------------------------------------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/snodo-gateway-config.XXXXXX")"
-declare -A PIDS=()
-stop() {
-    local pid="${PIDS[$1]:-}"
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    unset "PIDS[$1]"
-}
+# shellcheck source=interop/compose/lib.sh
+source "$HERE/lib.sh"
 cleanup() {
     for n in gateway "${!PIDS[@]}"; do stop "$n"; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-free_port() {
-    "$NODE" -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
-}
-wait_port() {
-    for _ in $(seq 300); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# start NAME PORT CMD...: a background process, its output in $WORK/NAME.log
-start() {
-    local name="$1" port="$2"
-    shift 2
-    "$@" >"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    wait_port "$port" || { tail -20 "$WORK/$name.log" >&2; die "$name did not listen on $port"; }
-}
 
 EVH_PORT=$(free_port)
 GW_PORT=$(free_port)
@@ -110,20 +84,8 @@ URL="http://127.0.0.1:$GW_PORT/mcp"
 # ---- checks ------------------------------------------------------------------------
 PASS=0
 FAIL=0
-tally() { # a driver's output: count its lines
-    local out="$1"
-    echo "$out"
-    PASS=$((PASS + $(grep -c '^ok ' <<<"$out" || true)))
-    FAIL=$((FAIL + $(grep -c '^FAIL ' <<<"$out" || true)))
-}
 check() { # check NAME CMD...: one line for a shell condition
     if "${@:2}"; then echo "ok   gateway-config: $1"; PASS=$((PASS + 1)); else echo "FAIL gateway-config: $1"; FAIL=$((FAIL + 1)); fi
-}
-eventually() { # eventually SECONDS CMD...
-    local until=$((SECONDS + $1))
-    shift
-    while [ $SECONDS -lt $until ]; do "$@" && return 0; sleep 0.3; done
-    return 1
 }
 # The official v2 client: `tools` lists "name|description" lines; `call TOOL JSON` prints
 # the text of the result.

@@ -7,6 +7,8 @@
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod gateway_support;
+
 use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +16,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use snodo_client::{Client, Protocol};
+
+use gateway_support::children;
 
 fn server_everything() -> Option<PathBuf> {
     let path = std::env::var_os("SERVER_EVERYTHING").map_or_else(
@@ -65,18 +69,6 @@ fn start(args: &[String]) -> (Gateway, String) {
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_owned();
     (gw, url)
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    let out = Command::new("pgrep")
-        .arg("-P")
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 fn alive(pid: u32) -> bool {

@@ -11,6 +11,8 @@
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod gateway_support;
+
 use std::io::{BufRead as _, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
@@ -21,6 +23,8 @@ use serde_json::{Value, json};
 use snodo_client::Client;
 use snodo_testkit::http::send;
 use snodo_testkit::process::Process;
+
+use gateway_support::{children, cmdline};
 
 const SNODO: &str = env!("CARGO_BIN_EXE_snodo");
 
@@ -110,24 +114,6 @@ async fn tool_names(url: &str) -> Vec<String> {
         .collect();
     c.close().await;
     names
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    let out = Command::new("pgrep")
-        .arg("-P")
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
-fn cmdline(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .replace('\0', " ")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
