@@ -2,7 +2,7 @@
 //! `@modelcontextprotocol/server-everything` (installed by `npm ci` in interop/compose,
 //! or SERVER_EVERYTHING=path/to/dist/index.js), unprefixed after `--` and namespaced
 //! with `--backend`, driven by snodo-client on every revision; SIGTERM stops the
-//! gateway and its children.
+//! gateway and its children; `serve`'s OAuth, task-store and bus flags on the gateway.
 
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -61,8 +61,13 @@ fn start(args: &[String]) -> (Gateway, String) {
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let gw = Gateway(child);
+    // The banner (after the OAuth line, with --oauth-issuer).
+    let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
+    while !line.starts_with("snodo gateway:") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "no banner");
+    }
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
@@ -228,4 +233,73 @@ async fn the_gateway_serves_on_a_unix_socket() {
         "the gateway exits on SIGTERM"
     );
     assert!(!socket.exists(), "the socket file is removed at exit");
+}
+
+/// `serve`'s flags on the gateway, through the same code: `--oauth-*` (a bearer token
+/// is required, the protected-resource metadata is served), `--task-store` (the SQLite
+/// file is opened), `--bus` (a bad URL is refused, saying what is expected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_flags_work_on_the_gateway() {
+    let snodo = env!("CARGO_BIN_EXE_snodo");
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.db");
+    let (_gw, url) = start(&[
+        "--oauth-issuer".into(),
+        "https://issuer.example.com".into(),
+        // No discovery: the keys' URL is given (and unreachable: no token is valid).
+        "--oauth-jwks-url".into(),
+        "http://127.0.0.1:9/jwks".into(),
+        "--task-store".into(),
+        format!("sqlite:{}", tasks.display()),
+        "--".into(),
+        snodo.into(),
+        "fixture".into(),
+        "--stdio".into(),
+        "--profile".into(),
+        "echo".into(),
+    ]);
+    assert!(tasks.exists(), "the task store is opened");
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string();
+    let r = snodo_testkit::http::post(addr, &[("mcp-protocol-version", "2026-07-28")], &body).await;
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(
+        r.challenge()
+            .contains("/.well-known/oauth-protected-resource/mcp"),
+        "{}",
+        r.challenge()
+    );
+    let meta = snodo_testkit::http::send(
+        addr,
+        "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(meta.status, 200);
+    assert_eq!(
+        meta.json()["authorization_servers"][0],
+        "https://issuer.example.com"
+    );
+    let out = Command::new(snodo)
+        .args([
+            "gateway",
+            "--addr",
+            "127.0.0.1:0",
+            "--bus",
+            "ftp://nowhere",
+            "--",
+        ])
+        .args([snodo, "fixture", "--stdio"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("postgres://"),
+        "{err}"
+    );
 }
