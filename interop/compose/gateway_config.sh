@@ -11,7 +11,9 @@
 # Checks: what the clients list (renamed, filtered), call/read/prompt/progress/cancel
 # through both backends on every revision, /healthz (200, then 503 while the HTTP
 # backend is killed, 200 once it is back), the backend label in /metrics, no child left
-# after SIGTERM. One line per check, ends with "N passed, M failed"; exit 0 iff M == 0,
+# after SIGTERM; then three instances of the same configuration behind nginx with
+# deploy/gateway-nginx.conf (ports and paths replaced), driven on every revision. One
+# line per check, ends with "N passed, M failed"; exit 0 iff M == 0,
 # 2 on setup errors. Every process listens on 127.0.0.1 and is stopped by PID.
 #
 # Needs `npm ci` in interop/compose (run.sh does it) and the snodo binary
@@ -139,6 +141,47 @@ start_evh
 check "evh back: /healthz 200" eventually 30 health_is 200
 tally "$(cd "$HERE" && "$NODE" drive.mjs "$URL" 2025-06-18 web everything call 2>&1 |
     sed 's/^\(ok  *\|FAIL  *\)/&gateway-config: after restart: /' || true)"
+
+# ---- deploy/gateway-nginx.conf: three instances behind nginx, round robin ---------------
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+if [ -x "$NGINX" ]; then
+    chmod 755 "$WORK" # nginx workers run as an unprivileged user when started as root
+    KEY="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
+    NGINX_PORT=$(free_port)
+    CONF="$(cat "$REPO/deploy/gateway-nginx.conf")"
+    CONF="${CONF//127.0.0.1:8080/127.0.0.1:$NGINX_PORT}"
+    CONF="${CONF//\/run\/nginx-mcp-gateway.pid/$WORK/nginx.pid}"
+    CONF="${CONF//\/var\/log\/nginx\//$WORK/}"
+    for i in 1 2 3; do
+        port=$(free_port)
+        CONF="${CONF//127.0.0.1:808$i/127.0.0.1:$port}"
+        start "gw$i" "$port" env SNODO_STATE_KEY="$KEY" GW_UPSTREAM_TOKEN=upstream-secret \
+            "$SNODO_BIN" gateway --addr "127.0.0.1:$port" --config "$WORK/gateway.toml"
+    done
+    printf '%s\n' "$CONF" >"$WORK/nginx.conf"
+    "$NGINX" -q -t -p "$WORK" -e "$WORK/nginx-error.log" -c "$WORK/nginx.conf" >&2 ||
+        die "nginx rejected deploy/gateway-nginx.conf"
+    "$NGINX" -p "$WORK" -e "$WORK/nginx-error.log" -c "$WORK/nginx.conf" -g 'daemon off;' \
+        >"$WORK/nginx.log" 2>&1 &
+    PIDS[nginx]=$!
+    wait_port "$NGINX_PORT" || die "nginx did not listen on $NGINX_PORT"
+    for v in "${VERSIONS[@]}"; do
+        tally "$(cd "$HERE" && "$NODE" drive.mjs "http://127.0.0.1:$NGINX_PORT/mcp" "$v" ev everything \
+            call read prompt progress 2>&1 | sed 's/^\(ok  *\|FAIL  *\)/&gateway-config: behind nginx: /' || true)"
+    done
+    served_by_all() { # every instance answered some of those requests
+        local n
+        n=$(grep -o 'upstream=127.0.0.1:[0-9]*' "$WORK/mcp-gateway.access.log" | sort -u | wc -l)
+        [ "$n" -eq 3 ]
+    }
+    check "behind nginx: the three instances shared the requests" served_by_all
+    NGINX_HEALTH="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/healthz" || true)"
+    check "behind nginx: /healthz 200 ($NGINX_HEALTH)" test "$NGINX_HEALTH" = 200
+    for n in nginx gw1 gw2 gw3; do stop "$n"; done
+else
+    echo "FAIL gateway-config: nginx not found (apt-get install nginx)"
+    FAIL=$((FAIL + 1))
+fi
 
 stop gateway
 check "no backend child left after SIGTERM" test -z "$(pgrep -f "$EVERYTHING stdio" || true)"
