@@ -257,8 +257,13 @@ impl Backend {
             origin.error(Some(span), &format!("{at}.{key}"), m)
         };
         let name = self.name.get_ref().clone();
-        if name.is_empty() {
-            return Err(err(self.name.span(), "name", "a backend needs a name"));
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+        if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
+            return Err(err(
+                self.name.span(),
+                "name",
+                "a backend's name is 1 to 64 letters, digits, '_', '-' or '.' (it prefixes tool names)",
+            ));
         }
         let mut source = match (&self.command, &self.url) {
             (Some(c), None) => {
@@ -457,6 +462,10 @@ mod tests {
             (
                 "[gateway]\nadress = 1\n",
                 "gw.toml:2:1: gateway.adress: unknown field `adress`",
+            ),
+            (
+                "[[backend]]\nname = \"a b\"\ncommand = \"x\"\n",
+                "gw.toml:2:8: backend[0].name: a backend's name is 1 to 64",
             ),
             (
                 "[[backend]]\nname = \"a\"\ncommand = \"x\"\n[[backend.policy]]\ntools = \"*\"\nrate_limit = { calls = 5 }\n",

@@ -202,8 +202,11 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
             }
         })
         .collect();
+    // One deadline for all: the backends start together, in their own tasks.
+    let deadline = tokio::time::Instant::now() + setup.ready;
     for b in &backends {
-        match b.mount.ready(setup.ready).await {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match b.mount.ready(left).await {
             Status::Up { components, .. } => {
                 eprintln!(
                     "snodo gateway: {:?} up with {components} components",
