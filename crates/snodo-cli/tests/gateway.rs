@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::json;
 use snodo_client::{Client, Protocol};
 
-use gateway_support::children;
+use gateway_support::{addr_of, children, tool_names};
 
 fn server_everything() -> Option<PathBuf> {
     let path = std::env::var_os("SERVER_EVERYTHING").map_or_else(
@@ -112,13 +112,7 @@ async fn a_stdio_server_unprefixed_and_a_backend_namespaced() {
             .connect_http(&url)
             .await
             .unwrap();
-        let names: Vec<String> = c
-            .list_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let names = tool_names(&c).await;
         assert!(names.contains(&"echo".to_owned()), "{v}: {names:?}");
         assert!(names.contains(&"ev_echo".to_owned()), "{v}: {names:?}");
         for tool in ["echo", "ev_echo"] {
@@ -259,11 +253,7 @@ async fn the_serve_flags_work_on_the_gateway() {
         "echo".into(),
     ]);
     assert!(tasks.exists(), "the task store is opened");
-    let addr: std::net::SocketAddr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
+    let addr = addr_of(&url);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
         "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
     .to_string();

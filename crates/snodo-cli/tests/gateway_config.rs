@@ -24,7 +24,7 @@ use snodo_client::Client;
 use snodo_testkit::http::send;
 use snodo_testkit::process::Process;
 
-use gateway_support::{children, cmdline};
+use gateway_support::{addr_of, children, cmdline, tool_names};
 
 const SNODO: &str = env!("CARGO_BIN_EXE_snodo");
 
@@ -100,18 +100,13 @@ async fn health_until(addr: SocketAddr, done: impl Fn(u16, &Value) -> bool) -> (
     panic!("/healthz never got there: {} {}", last.0, last.1);
 }
 
-async fn tool_names(url: &str) -> Vec<String> {
+/// The tools the gateway at `url` lists now (a connection of their own).
+async fn listed(url: &str) -> Vec<String> {
     let c = Client::builder("gw-config-test", "1")
         .connect_http(url)
         .await
         .unwrap();
-    let names = c
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&c).await;
     c.close().await;
     names
 }
@@ -182,14 +177,10 @@ required = false
     );
     let logs = collect_stderr(&mut gw);
     let url = gw.announced_url();
-    let addr: SocketAddr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
+    let addr = addr_of(&url);
 
     // Namespace, allow, deny and rename applied; the flag's backend beside the file's.
-    let mut names = tool_names(&url).await;
+    let mut names = listed(&url).await;
     names.sort();
     assert_eq!(
         names,
@@ -286,7 +277,7 @@ required = false
     assert_eq!(report["status"], "unavailable", "{report}");
     let state = backend(&report, "remote")["state"].clone();
     assert!(state == "restarting", "{report}");
-    assert!(!tool_names(&url).await.contains(&"remote_echo".to_owned()));
+    assert!(!listed(&url).await.contains(&"remote_echo".to_owned()));
     remote = http_fixture(fixture_port);
     let (_, report) = health_until(addr, |s, r| {
         s == 200 && backend(r, "remote")["state"] == "up"
