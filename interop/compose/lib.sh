@@ -1,5 +1,8 @@
-# Shared by run.sh and rounds.sh (sourced): installs, background processes stopped by
-# PID, and the tally of "ok"/"FAIL" lines. Expects HERE, NODE and die().
+# Shared by the interop/compose scripts (sourced): installs, background processes on
+# 127.0.0.1 stopped by PID (their output in $WORK/NAME.log), and the tally of
+# "ok"/"FAIL" lines. Expects HERE, NODE and die(); WORK is made here unless the
+# sourcing script made it, and a script with processes of its own names redefines
+# cleanup() and its trap after sourcing.
 
 installed() { # the installed version of an npm package, or nothing
     "$NODE" -e 'try { process.stdout.write(require(process.argv[1] + "/package.json").version) } catch {}' \
@@ -13,7 +16,7 @@ npm_install() { # server-everything 2026.8.31 and the TypeScript clients, unless
     fi
 }
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-interop.XXXXXX")"
+WORK="${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-interop.XXXXXX")}"
 declare -A PIDS=()
 stop() {
     local pid="${PIDS[$1]:-}"
@@ -59,4 +62,11 @@ tally() { # a driver's output: count its lines
 }
 check() { # check NAME CMD...: one line for a shell condition
     if "${@:2}"; then echo "ok   $1"; PASS=$((PASS + 1)); else echo "FAIL $1"; FAIL=$((FAIL + 1)); fi
+}
+# eventually SECONDS CMD...: whether CMD succeeds within SECONDS (tried every 0.3 s).
+eventually() {
+    local until=$((SECONDS + $1))
+    shift
+    while [ $SECONDS -lt $until ]; do "$@" && return 0; sleep 0.3; done
+    return 1
 }

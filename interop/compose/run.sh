@@ -103,12 +103,6 @@ tools() { (cd "$HERE" && "$NODE" --input-type=module -e '
     await c.close();
 ' "$URL" 2>/dev/null) || true; }
 has_tool() { tools | tr ' ' '\n' | grep -qx "$1"; }
-eventually() { # eventually SECONDS CMD...
-    local until=$((SECONDS + $1))
-    shift
-    while [ $SECONDS -lt $until ]; do "$@" && return 0; sleep 0.5; done
-    return 1
-}
 lacks_tool() { ! has_tool "$1"; }
 for b in py evh rm; do
     case $b in py) t=py_echo ;; evh) t=evh_echo ;; rm) t=rm_echo ;; esac

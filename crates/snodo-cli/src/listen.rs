@@ -1,9 +1,10 @@
-//! How `serve` and `fixture` listen beyond the address: TLS in the binary and the Unix
-//! socket's file mode (issue 36).
+//! How `serve`, `fixture` and `gateway` listen beyond the address: TLS in the binary,
+//! the Unix socket's file mode (issue 36), the OAuth metadata.
 
 use std::path::PathBuf;
 
-use snodo::http::{ListenAddr, Server, TlsCertificates};
+use snodo::Runtime;
+use snodo::http::{HttpConfig, ListenAddr, ServeError, Server, TlsCertificates};
 
 /// The TLS and Unix-socket flags.
 #[derive(clap::Args, Debug, Default)]
@@ -57,4 +58,43 @@ pub(crate) fn endpoint(server: &Server, tls: bool) -> Result<String, String> {
         )),
         addr => Ok(format!("{scheme}://{addr}/mcp")),
     }
+}
+
+/// Binds `addr` with the TLS and socket flags, and mounts the OAuth metadata when
+/// `protection` is set; returns the server and where clients reach it.
+pub(crate) async fn bind(
+    runtime: Runtime,
+    addr: &ListenAddr,
+    args: &ListenArgs,
+    config: HttpConfig,
+    protection: Option<&crate::oauth::Protection>,
+) -> Result<(Server, String), String> {
+    let certificates = args.certificates()?;
+    let server = Server::bind_to(runtime, addr, args.socket_mode(), config)
+        .await
+        .map_err(|e| match e {
+            ServeError::NonLoopback { addr } => format!(
+                "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
+                 pass --allow-host NAME (repeatable) with the names clients use, or --any-host behind a proxy that checks Host"
+            ),
+            ServeError::Io(e) => format!("cannot listen on {addr}: {e}"),
+            e => e.to_string(),
+        })?;
+    let tls = certificates.is_some();
+    let server = match certificates {
+        Some(c) => server.tls(c),
+        None => server,
+    };
+    let server = match protection {
+        Some(p) => {
+            println!(
+                "snodo: OAuth resource server, metadata at {}",
+                p.metadata_url()
+            );
+            p.mount(server)
+        }
+        None => server,
+    };
+    let endpoint = endpoint(&server, tls)?;
+    Ok((server, endpoint))
 }

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use snodo::http::{HttpConfig, ListenAddr, Server};
+use snodo::http::{HttpConfig, ListenAddr};
 use snodo::protocol::{ALL, Dialect};
 
 #[derive(Parser, Debug)]
@@ -186,9 +186,11 @@ fn dialects(versions: &[String]) -> Result<Vec<&'static Dialect>, String> {
         .collect()
 }
 
-/// Binds the metrics listener and serves it in the background.
-async fn serve_metrics(addr: SocketAddr) -> Result<snodo::metrics::Metrics, String> {
-    let metrics = snodo::metrics::Metrics::new();
+/// Binds the metrics listener and serves `metrics` on it in the background.
+async fn serve_metrics(
+    addr: SocketAddr,
+    metrics: snodo::metrics::Metrics,
+) -> Result<snodo::metrics::Metrics, String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
@@ -203,12 +205,43 @@ async fn serve_metrics(addr: SocketAddr) -> Result<snodo::metrics::Metrics, Stri
     Ok(metrics)
 }
 
+/// The flags of `serve` an HTTP front shares with `gateway`: the task store, metrics,
+/// OAuth and the bus, applied to `builder` and `config`.
+pub(crate) struct Front<'a> {
+    pub(crate) tasks: &'a task_store::TaskStoreArgs,
+    pub(crate) oauth: &'a oauth::OAuthArgs,
+    pub(crate) bus: &'a bus::BusArgs,
+    pub(crate) metrics: Option<snodo::metrics::Metrics>,
+    /// Tags DPoP server nonces (`--oauth-dpop-nonce`).
+    pub(crate) state_key: Option<&'a [u8]>,
+}
+
+impl Front<'_> {
+    /// The builder and HTTP configuration with the flags applied, and the OAuth
+    /// resource server they ask for (mounted by [`listen::bind`]).
+    pub(crate) async fn apply(
+        self,
+        mut builder: snodo::RuntimeBuilder,
+        mut config: HttpConfig,
+        addr: &ListenAddr,
+    ) -> Result<(snodo::RuntimeBuilder, HttpConfig, Option<oauth::Protection>), String> {
+        let protection = oauth::setup(self.oauth, addr, self.state_key).await?;
+        builder = builder.tasks(task_store::options(self.tasks).await?);
+        if let Some(metrics) = self.metrics {
+            builder = builder.metrics(metrics);
+        }
+        if let Some(p) = &protection {
+            builder = p.authorize(builder);
+            config = p.configure(config);
+        }
+        // The shared bus (issue 35).
+        builder = bus::Shared::connect(self.bus).await?.apply(builder);
+        Ok((builder, config, protection))
+    }
+}
+
 async fn run(cli: Cli) -> Result<(), String> {
     let key = cli.state_key.map(String::into_bytes);
-    let metrics = match cli.metrics_addr {
-        Some(addr) => Some(serve_metrics(addr).await?),
-        None => None,
-    };
     let mut config = HttpConfig::default();
     if !cli.allow_hosts.is_empty() {
         config = config.allow_hosts(cli.allow_hosts);
@@ -222,8 +255,25 @@ async fn run(cli: Cli) -> Result<(), String> {
     if let Some(n) = cli.max_connections {
         config = config.max_connections(n);
     }
+    let command = match cli.command {
+        #[cfg(feature = "client")]
+        Command::Gateway(args) => {
+            let shared = gateway::Shared {
+                state_key: key,
+                config,
+                listen: cli.listen,
+                metrics_addr: cli.metrics_addr,
+            };
+            return gateway::run(args, shared).await;
+        }
+        c => c,
+    };
+    let metrics = match cli.metrics_addr {
+        Some(addr) => Some(serve_metrics(addr, snodo::metrics::Metrics::new()).await?),
+        None => None,
+    };
     let mut protection = None;
-    let (runtime, addr, banner, stdio) = match cli.command {
+    let (runtime, addr, banner, stdio) = match command {
         Command::Serve {
             addr,
             root,
@@ -244,18 +294,18 @@ async fn run(cli: Cli) -> Result<(), String> {
             } else {
                 dialects(&protocols)?
             };
-            protection = oauth::setup(&oauth, &addr, key.as_deref()).await?;
-            let mut builder =
-                demo::builder(&root, protocols, key)?.tasks(task_store::options(&tasks).await?);
-            if let Some(metrics) = metrics {
-                builder = builder.metrics(metrics);
-            }
-            if let Some(p) = &protection {
-                builder = p.authorize(builder);
-                config = p.configure(config);
-            }
-            // The shared bus (issue 35).
-            builder = bus::Shared::connect(&bus).await?.apply(builder);
+            let nonce_key = key.clone();
+            let front = Front {
+                tasks: &tasks,
+                oauth: &oauth,
+                bus: &bus,
+                metrics,
+                state_key: nonce_key.as_deref(),
+            };
+            let (builder, with_auth, p) = front
+                .apply(demo::builder(&root, protocols, key)?, config, &addr)
+                .await?;
+            (config, protection) = (with_auth, p);
             let runtime = builder.build().map_err(|e| e.to_string())?;
             (
                 runtime,
@@ -266,7 +316,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
         #[cfg(feature = "client")]
         Command::Client(_) | Command::ClientConformance { .. } | Command::Gateway(_) => {
-            return Err("snodo client and snodo gateway run from main".into());
+            return Err("snodo client runs from main".into());
         }
         Command::Fixture {
             addr,
@@ -315,33 +365,14 @@ async fn run(cli: Cli) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string());
     }
-    let certificates = cli.listen.certificates()?;
-    let server = Server::bind_to(runtime.clone(), &addr, cli.listen.socket_mode(), config)
-        .await
-        .map_err(|e| match e {
-            snodo::http::ServeError::NonLoopback { addr } => format!(
-                "refusing to serve on non-loopback address {addr} with the loopback-only Host/Origin allow-list: \
-                 pass --allow-host NAME (repeatable) with the names clients use, or --any-host behind a proxy that checks Host"
-            ),
-            snodo::http::ServeError::Io(e) => format!("cannot listen on {addr}: {e}"),
-            e => e.to_string(),
-        })?;
-    let tls = certificates.is_some();
-    let server = match certificates {
-        Some(c) => server.tls(c),
-        None => server,
-    };
-    let server = match &protection {
-        Some(p) => {
-            println!(
-                "snodo: OAuth resource server, metadata at {}",
-                p.metadata_url()
-            );
-            p.mount(server)
-        }
-        None => server,
-    };
-    let endpoint = listen::endpoint(&server, tls)?;
+    let (server, endpoint) = listen::bind(
+        runtime.clone(),
+        &addr,
+        &cli.listen,
+        config,
+        protection.as_ref(),
+    )
+    .await?;
     println!(
         "snodo {banner}: {endpoint} (protocols: {})",
         runtime.supported_versions().join(", ")
@@ -381,34 +412,18 @@ fn main() -> ExitCode {
         rt.shutdown_timeout(std::time::Duration::from_millis(200));
         return code;
     }
+    // The gateway's children get longer to be stopped; otherwise, do not wait for a
+    // blocked stdin read (stdio mode ended by a signal).
     #[cfg(feature = "client")]
-    if let Command::Gateway(args) = cli.command {
-        let mut config = HttpConfig::default();
-        if !cli.allow_hosts.is_empty() {
-            config = config.allow_hosts(cli.allow_hosts);
-        }
-        if cli.any_host {
-            config = config.any_host();
-        }
-        let shared = gateway::Shared {
-            state_key: cli.state_key,
-            config,
-            listen: cli.listen,
-        };
-        let outcome = rt.block_on(gateway::run(args, shared));
-        rt.shutdown_timeout(std::time::Duration::from_millis(500));
-        telemetry.shutdown();
-        return match outcome {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("snodo: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
+    let grace = if matches!(cli.command, Command::Gateway(_)) {
+        500
+    } else {
+        200
+    };
+    #[cfg(not(feature = "client"))]
+    let grace = 200;
     let outcome = rt.block_on(run(cli));
-    // Do not wait for a blocked stdin read (stdio mode ended by a signal).
-    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    rt.shutdown_timeout(std::time::Duration::from_millis(grace));
     telemetry.shutdown();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -180,4 +180,4 @@ mod enabled {
     }
 }
 
-pub(crate) use enabled::setup;
+pub(crate) use enabled::{Protection, setup};

@@ -2,10 +2,12 @@
 //! `@modelcontextprotocol/server-everything` (installed by `npm ci` in interop/compose,
 //! or SERVER_EVERYTHING=path/to/dist/index.js), unprefixed after `--` and namespaced
 //! with `--backend`, driven by snodo-client on every revision; SIGTERM stops the
-//! gateway and its children.
+//! gateway and its children; `serve`'s OAuth, task-store and bus flags on the gateway.
 
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod gateway_support;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
@@ -14,6 +16,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use snodo_client::{Client, Protocol};
+
+use gateway_support::{addr_of, children, tool_names};
 
 fn server_everything() -> Option<PathBuf> {
     let path = std::env::var_os("SERVER_EVERYTHING").map_or_else(
@@ -57,26 +61,19 @@ fn start(args: &[String]) -> (Gateway, String) {
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let gw = Gateway(child);
+    // The banner (after the OAuth line, with --oauth-issuer).
+    let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
+    while !line.starts_with("snodo gateway:") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "no banner");
+    }
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_owned();
     (gw, url)
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    let out = Command::new("pgrep")
-        .arg("-P")
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 fn alive(pid: u32) -> bool {
@@ -115,13 +112,7 @@ async fn a_stdio_server_unprefixed_and_a_backend_namespaced() {
             .connect_http(&url)
             .await
             .unwrap();
-        let names: Vec<String> = c
-            .list_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let names = tool_names(&c).await;
         assert!(names.contains(&"echo".to_owned()), "{v}: {names:?}");
         assert!(names.contains(&"ev_echo".to_owned()), "{v}: {names:?}");
         for tool in ["echo", "ev_echo"] {
@@ -236,4 +227,69 @@ async fn the_gateway_serves_on_a_unix_socket() {
         "the gateway exits on SIGTERM"
     );
     assert!(!socket.exists(), "the socket file is removed at exit");
+}
+
+/// `serve`'s flags on the gateway, through the same code: `--oauth-*` (a bearer token
+/// is required, the protected-resource metadata is served), `--task-store` (the SQLite
+/// file is opened), `--bus` (a bad URL is refused, saying what is expected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_flags_work_on_the_gateway() {
+    let snodo = env!("CARGO_BIN_EXE_snodo");
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.db");
+    let (_gw, url) = start(&[
+        "--oauth-issuer".into(),
+        "https://issuer.example.com".into(),
+        // No discovery: the keys' URL is given (and unreachable: no token is valid).
+        "--oauth-jwks-url".into(),
+        "http://127.0.0.1:9/jwks".into(),
+        "--task-store".into(),
+        format!("sqlite:{}", tasks.display()),
+        "--".into(),
+        snodo.into(),
+        "fixture".into(),
+        "--stdio".into(),
+        "--profile".into(),
+        "echo".into(),
+    ]);
+    assert!(tasks.exists(), "the task store is opened");
+    let addr = addr_of(&url);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string();
+    let r = snodo_testkit::http::post(addr, &[("mcp-protocol-version", "2026-07-28")], &body).await;
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(
+        r.challenge()
+            .contains("/.well-known/oauth-protected-resource/mcp"),
+        "{}",
+        r.challenge()
+    );
+    let meta = snodo_testkit::http::send(
+        addr,
+        "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(meta.status, 200);
+    assert_eq!(
+        meta.json()["authorization_servers"][0],
+        "https://issuer.example.com"
+    );
+    let out = Command::new(snodo)
+        .args([
+            "gateway",
+            "--addr",
+            "127.0.0.1:0",
+            "--bus",
+            "ftp://nowhere",
+            "--",
+        ])
+        .args([snodo, "fixture", "--stdio"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("postgres://"),
+        "{err}"
+    );
 }

@@ -326,7 +326,29 @@ impl ClientBuilder {
         program: &str,
         args: &[String],
     ) -> Result<Client, ClientError> {
-        let t = StdioTransport::spawn(program, args, self.stdio_write_timeout)?;
+        let mut command = std::process::Command::new(program);
+        command.args(args);
+        self.connect_command(command).await
+    }
+
+    /// Starts `command` (its program, arguments, environment and working directory as
+    /// set) and speaks newline-delimited JSON-RPC on its stdio; stdin and stdout are
+    /// piped, stderr is inherited, and the child is killed when the client goes.
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), snodo_client::ClientError> {
+    /// let mut command = std::process::Command::new("npx");
+    /// command.args(["-y", "@modelcontextprotocol/server-filesystem", "."])
+    ///     .env("NODE_ENV", "production")
+    ///     .current_dir("/srv/data");
+    /// let client = snodo_client::Client::builder("me", "1").connect_command(command).await?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub async fn connect_command(
+        self,
+        command: std::process::Command,
+    ) -> Result<Client, ClientError> {
+        let t = StdioTransport::spawn(command, self.stdio_write_timeout)?;
         self.finish(t).await
     }
 

@@ -85,14 +85,13 @@ fn token_key(v: &Value) -> String {
 }
 
 impl StdioTransport {
-    /// Starts `program args…` with piped stdin/stdout; its stderr is inherited.
+    /// Starts `command` with piped stdin/stdout; its stderr is inherited.
     pub(crate) fn spawn(
-        program: &str,
-        args: &[String],
+        command: std::process::Command,
         write_timeout: Duration,
     ) -> Result<Arc<Self>, ClientError> {
-        let mut child = Command::new(program)
-            .args(args)
+        let program = command.get_program().to_owned();
+        let mut child = Command::from(command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

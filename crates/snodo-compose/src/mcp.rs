@@ -231,6 +231,14 @@ impl McpSource {
     }
 
     /// Sets an environment variable of a stdio child (the gateway's own are inherited).
+    ///
+    /// ```
+    /// use snodo_compose::McpSource;
+    /// let fs = McpSource::stdio("fs", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])
+    ///     .env("NODE_ENV", "production")
+    ///     .current_dir("/srv/data");
+    /// # let _ = fs;
+    /// ```
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         if let Target::Stdio(c) = &mut self.cfg.target {

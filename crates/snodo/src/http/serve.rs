@@ -172,15 +172,49 @@ impl Server {
     }
 
     /// Serves `handler` at `path` (exact match) beside the MCP endpoint, e.g. a
-    /// `/.well-known/…` document. The MCP and health paths cannot be replaced.
+    /// `/.well-known/…` document. The MCP and health paths cannot be replaced (see
+    /// [`health`](Self::health)).
     #[must_use]
     pub fn route<F, Fut>(mut self, path: impl Into<String>, handler: F) -> Self
     where
         F: Fn(http::request::Parts) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = http::Response<Body>> + Send + 'static,
     {
+        let path = path.into();
+        if path == HEALTH_PATH {
+            tracing::warn!("a route at {HEALTH_PATH} is ignored: use Server::health");
+            return self;
+        }
         let handler: RouteHandler = Arc::new(move |parts| Box::pin(handler(parts)));
-        Arc::make_mut(&mut self.routes).insert(path.into(), handler);
+        Arc::make_mut(&mut self.routes).insert(path, handler);
+        self
+    }
+
+    /// Answers [`HEALTH_PATH`] with `handler` instead of the fixed `200
+    /// {"status":"ok"}`, e.g. a report of the backends an application depends on with a
+    /// status an orchestrator acts on (`snodo gateway` does).
+    ///
+    /// ```no_run
+    /// # async fn f(runtime: snodo::Runtime) -> Result<(), snodo::http::ServeError> {
+    /// use snodo::http::{Body, HttpConfig, Server};
+    /// let addr = "127.0.0.1:0".parse().expect("an address");
+    /// let server = Server::bind(runtime, addr, HttpConfig::default()).await?
+    ///     .health(|_parts| async {
+    ///         let body = Body::full(r#"{"status":"degraded"}"#.into());
+    ///         let mut r = http::Response::new(body);
+    ///         *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    ///         r
+    ///     });
+    /// # let _ = server; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn health<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(http::request::Parts) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = http::Response<Body>> + Send + 'static,
+    {
+        let handler: RouteHandler = Arc::new(move |parts| Box::pin(handler(parts)));
+        Arc::make_mut(&mut self.routes).insert(HEALTH_PATH.to_owned(), handler);
         self
     }
 
@@ -284,12 +318,10 @@ async fn other_path(
     let (parts, _body) = req.into_parts();
     // (Both cheap to clone: a small enum and shared bytes.)
     let (method, uri) = (parts.method.clone(), parts.uri.clone());
-    let resp = match uri.path() {
-        HEALTH_PATH => response::healthy(),
-        path => match routes.get(path) {
-            Some(route) => route(parts).await,
-            None => response::not_found(),
-        },
+    let resp = match routes.get(uri.path()) {
+        Some(route) => route(parts).await,
+        None if uri.path() == HEALTH_PATH => response::healthy(),
+        None => response::not_found(),
     };
     log_other_path(&method, uri.path(), resp.status(), started);
     resp

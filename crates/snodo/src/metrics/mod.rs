@@ -119,7 +119,25 @@ impl Metrics {
     /// A fresh set of series in a registry of its own.
     #[must_use]
     pub fn new() -> Self {
-        let mut registry = Registry::default();
+        Self::with_registry(Registry::default())
+    }
+
+    /// The series of [`new`](Self::new) added to `registry`, which may hold an
+    /// application's own (encoded and served with them), e.g. a gateway's per-backend
+    /// series.
+    ///
+    /// ```
+    /// use prometheus_client::metrics::counter::Counter;
+    /// use prometheus_client::registry::Registry;
+    /// let mut registry = Registry::default();
+    /// let restarts = Counter::<u64>::default();
+    /// registry.register("app_restarts", "Child restarts", restarts.clone());
+    /// let metrics = snodo::metrics::Metrics::with_registry(registry);
+    /// restarts.inc();
+    /// assert!(metrics.encode().contains("app_restarts_total 1"));
+    /// ```
+    #[must_use]
+    pub fn with_registry(mut registry: Registry) -> Self {
         let requests = Family::<RequestLabels, Sharded<Count>>::default();
         let duration = Family::<DurationLabels, Durations>::default();
         let gates = Gates::default();

@@ -1,0 +1,561 @@
+//! `snodo gateway --config FILE`: the TOML file that describes each backend — how to
+//! reach it (a command with its arguments, environment and working directory, or a
+//! URL with headers and upstream credentials), which revision to speak, how its
+//! components appear at the front (namespace, allow/deny, renames, descriptions),
+//! per-tool policy, timeouts, pool size and restart policy. The format is documented
+//! with a full example in docs/gateway.md (and deploy/gateway.toml).
+//!
+//! An error names the file, the line and column, and the key
+//! (`gateway.toml:7:1: backend[0].urll: unknown field …`).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use snodo::RateLimit;
+use snodo::http::ListenAddr;
+use snodo_compose::{McpSource, MountOptions, ToolPolicy, Transforms};
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct File {
+    /// Front settings (a flag given on the command line wins).
+    #[serde(default)]
+    pub(crate) gateway: Front,
+    /// The backends, in order (the first to claim a front name keeps it).
+    #[serde(default)]
+    pub(crate) backend: Vec<Backend>,
+}
+
+/// `[gateway]`: what the flags `--addr`, `--protocols` and `--ready-timeout-secs` set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Front {
+    pub(crate) addr: Option<Spanned<String>>,
+    pub(crate) protocols: Option<Vec<String>>,
+    pub(crate) ready_timeout_secs: Option<u64>,
+}
+
+/// `[[backend]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Backend {
+    name: Spanned<String>,
+    // A child over stdio…
+    command: Option<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    // … or Streamable HTTP.
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Header name → the environment variable holding its value.
+    #[serde(default)]
+    headers_env: BTreeMap<String, Spanned<String>>,
+    bearer: Option<String>,
+    /// The environment variable holding the upstream bearer token.
+    bearer_env: Option<Spanned<String>>,
+    /// `auto` (negotiated, the default) or one revision.
+    protocol: Option<Spanned<String>>,
+    /// A prefix (default: the backend's name); `false` for none.
+    namespace: Option<Namespace>,
+    separator: Option<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    /// Backend tool or prompt name → front name.
+    #[serde(default)]
+    rename: BTreeMap<String, String>,
+    /// Backend component name (or URI) → description.
+    #[serde(default)]
+    describe: BTreeMap<String, String>,
+    #[serde(default)]
+    policy: Vec<Policy>,
+    /// A limit for every request to the backend.
+    call_timeout_secs: Option<Seconds>,
+    /// Whether `/healthz` answers 503 while this backend is not up (default true).
+    #[serde(default = "yes")]
+    required: bool,
+    /// Warm connections (children, sessions) per instance (default 1).
+    pool: Option<usize>,
+    #[serde(default)]
+    restart: Restart,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `namespace = "ns"` or `namespace = false`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Namespace {
+    Prefix(String),
+    Default(bool),
+}
+
+/// `[[backend.policy]]`: snodo's limits on the tools whose backend name matches.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Policy {
+    /// A glob over backend tool names (default `*`).
+    #[serde(default = "any")]
+    tools: String,
+    timeout_secs: Option<Seconds>,
+    max_concurrent: Option<usize>,
+    rate_limit: Option<Rate>,
+}
+
+fn any() -> String {
+    "*".to_owned()
+}
+
+/// `rate_limit = { calls = 60, per_secs = 60 }`, per principal.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rate {
+    calls: u32,
+    per_secs: Seconds,
+}
+
+/// `[backend.restart]`: how a backend that went away is brought back.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Restart {
+    /// The first retry after it went away (default 0.25 s), doubled each time…
+    backoff_min_secs: Option<Seconds>,
+    /// … up to this (default 5 s).
+    backoff_max_secs: Option<Seconds>,
+    /// Between checks of a backend that is up (default 5 s).
+    check_interval_secs: Option<Seconds>,
+}
+
+/// A positive, finite number of seconds (at most a day).
+#[derive(Clone, Copy, Debug)]
+struct Seconds(Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Number {
+            Int(u64),
+            Float(f64),
+        }
+        let secs = match Number::deserialize(d)? {
+            Number::Int(n) => n as f64,
+            Number::Float(f) => f,
+        };
+        if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
+            Ok(Self(Duration::from_secs_f64(secs)))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "{secs}: expected seconds, more than 0 and at most 86400"
+            )))
+        }
+    }
+}
+
+/// A backend ready to mount.
+pub(crate) struct Plan {
+    pub(crate) name: String,
+    pub(crate) source: McpSource,
+    pub(crate) transforms: Transforms,
+    pub(crate) options: MountOptions,
+    pub(crate) required: bool,
+}
+
+/// Where an error is: the file and the text, to turn byte offsets into lines.
+struct Origin<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Origin<'_> {
+    /// `FILE:LINE:COLUMN: KEY: message` (the position of `span`'s start).
+    fn error(&self, span: Option<Range<usize>>, key: &str, message: &str) -> String {
+        let file = self.path.display();
+        let Some(span) = span else {
+            return format!("{file}: {key}: {message}");
+        };
+        let before = self.text.get(..span.start).unwrap_or(self.text);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        format!("{file}:{line}:{column}: {key}: {message}")
+    }
+}
+
+/// Reads and checks `path` (syntax, keys and types; the semantic checks are
+/// [`plan`]'s, which need the environment).
+pub(crate) fn load(path: &Path) -> Result<(File, String), String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+    let file = parse(path, &text)?;
+    Ok((file, text))
+}
+
+fn parse(path: &Path, text: &str) -> Result<File, String> {
+    let origin = Origin { path, text };
+    let de = toml::Deserializer::parse(text)
+        .map_err(|e| origin.error(e.span(), "(syntax)", e.message()))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        // (`Spanned` values add a private segment of serde_spanned's to the path.)
+        let key = e
+            .path()
+            .to_string()
+            .replace(".$__serde_spanned_private_value", "");
+        let inner = e.into_inner();
+        origin.error(inner.span(), &key, inner.message())
+    })
+}
+
+/// The front settings of the file.
+pub(crate) fn front(path: &Path, text: &str, file: &Front) -> Result<Option<ListenAddr>, String> {
+    let origin = Origin { path, text };
+    file.addr
+        .as_ref()
+        .map(|a| {
+            a.get_ref()
+                .parse::<ListenAddr>()
+                .map_err(|e| origin.error(Some(a.span()), "gateway.addr", &e.to_string()))
+        })
+        .transpose()
+}
+
+/// Turns each backend of the file into a source, its transforms and mount options;
+/// `env` reads the environment (credentials named by `*_env`).
+pub(crate) fn plan(
+    path: &Path,
+    text: &str,
+    backends: Vec<Backend>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Plan>, String> {
+    let origin = Origin { path, text };
+    backends
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| b.plan(&origin, &format!("backend[{i}]"), env))
+        .collect()
+}
+
+impl Backend {
+    fn plan(
+        self,
+        origin: &Origin<'_>,
+        at: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Plan, String> {
+        let err = |span: Range<usize>, key: &str, m: &str| {
+            origin.error(Some(span), &format!("{at}.{key}"), m)
+        };
+        let name = self.name.get_ref().clone();
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+        if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
+            return Err(err(
+                self.name.span(),
+                "name",
+                "a backend's name is 1 to 64 letters, digits, '_', '-' or '.' (it prefixes tool names)",
+            ));
+        }
+        let mut source = match (&self.command, &self.url) {
+            (Some(c), None) => {
+                if c.get_ref().trim().is_empty() {
+                    return Err(err(c.span(), "command", "the command is empty"));
+                }
+                if !(self.headers.is_empty()
+                    && self.headers_env.is_empty()
+                    && self.bearer.is_none()
+                    && self.bearer_env.is_none())
+                {
+                    return Err(err(
+                        c.span(),
+                        "command",
+                        "headers and bearer credentials are for url backends",
+                    ));
+                }
+                let mut s = McpSource::stdio(name.clone(), c.get_ref().clone(), self.args);
+                for (k, v) in self.env {
+                    s = s.env(k, v);
+                }
+                if let Some(dir) = self.cwd {
+                    s = s.current_dir(dir);
+                }
+                s
+            }
+            (None, Some(u)) => {
+                let url = u.get_ref();
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(err(u.span(), "url", "expected an http:// or https:// URL"));
+                }
+                if !(self.args.is_empty() && self.env.is_empty() && self.cwd.is_none()) {
+                    return Err(err(
+                        u.span(),
+                        "url",
+                        "args, env and cwd are for command backends",
+                    ));
+                }
+                let mut s = McpSource::http(name.clone(), url.clone());
+                for (h, v) in &self.headers {
+                    s = s.header(h, v);
+                }
+                for (h, var) in &self.headers_env {
+                    let v = read_env(env, var).map_err(|m| err(var.span(), "headers_env", &m))?;
+                    s = s.header(h, &v);
+                }
+                if let Some(token) = &self.bearer {
+                    s = s.bearer(token);
+                }
+                if let Some(var) = &self.bearer_env {
+                    let token =
+                        read_env(env, var).map_err(|m| err(var.span(), "bearer_env", &m))?;
+                    s = s.bearer(&token);
+                }
+                s
+            }
+            (Some(c), Some(_)) => {
+                return Err(err(
+                    c.span(),
+                    "command",
+                    "give either command or url, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(err(
+                    self.name.span(),
+                    "name",
+                    "the backend needs a command or a url",
+                ));
+            }
+        };
+        if let Some(p) = &self.protocol {
+            let protocol = p
+                .get_ref()
+                .parse::<snodo_client::Protocol>()
+                .map_err(|m| err(p.span(), "protocol", &m))?;
+            source = source.protocol(protocol);
+        }
+        if let Some(Seconds(t)) = self.call_timeout_secs {
+            source = source.timeout(t);
+        }
+        // POOL (issue 33 step 2): `McpSource::pool(n)` plugs in here once it lands in
+        // snodo-compose: `if let Some(n) = self.pool { source = source.pool(n); }`.
+        // Until then every instance keeps one connection per backend.
+        if let Some(n) = self.pool.filter(|n| *n != 1) {
+            if n == 0 {
+                return Err(err(self.name.span(), "pool", "the pool needs at least 1"));
+            }
+            tracing::warn!(backend = %name, pool = n, "pool size parsed; this build keeps one connection per backend");
+        }
+        let mut t = Transforms::new();
+        match self.namespace {
+            None | Some(Namespace::Default(true)) => t = t.namespace(name.clone()),
+            Some(Namespace::Prefix(ns)) if !ns.is_empty() => t = t.namespace(ns),
+            Some(Namespace::Prefix(_) | Namespace::Default(false)) => {}
+        }
+        if let Some(sep) = self.separator {
+            t = t.separator(sep);
+        }
+        for g in &self.allow {
+            t = t.allow(g);
+        }
+        for g in &self.deny {
+            t = t.deny(g);
+        }
+        for (from, to) in self.rename {
+            t = t.rename(from, to);
+        }
+        for (n, d) in self.describe {
+            t = t.describe(n, d);
+        }
+        for p in self.policy {
+            t = t.policy(
+                &p.tools,
+                ToolPolicy {
+                    timeout: p.timeout_secs.map(|s| s.0),
+                    max_concurrent: p.max_concurrent,
+                    rate_limit: p
+                        .rate_limit
+                        .map(|r| RateLimit::per_principal(r.calls, r.per_secs.0)),
+                },
+            );
+        }
+        // RESTART (issue 33 step 2): the mount's retry of a backend that went away is
+        // the restart (a stdio child is started again at the next listing); a restart
+        // policy of snodo-compose's own plugs in here when it lands.
+        let defaults = MountOptions::default();
+        let r = self.restart;
+        let options = MountOptions {
+            health_interval: r
+                .check_interval_secs
+                .map_or(defaults.health_interval, |s| s.0),
+            min_backoff: r.backoff_min_secs.map_or(defaults.min_backoff, |s| s.0),
+            max_backoff: r.backoff_max_secs.map_or(defaults.max_backoff, |s| s.0),
+        };
+        Ok(Plan {
+            name,
+            source,
+            transforms: t,
+            options,
+            required: self.required,
+        })
+    }
+}
+
+fn read_env(env: &dyn Fn(&str) -> Option<String>, var: &Spanned<String>) -> Result<String, String> {
+    env(var.get_ref())
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("the environment variable {} is not set", var.get_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<Vec<Plan>, String> {
+        let path = Path::new("gw.toml");
+        let file = parse(path, text)?;
+        plan(path, text, file.backend, &|v| {
+            (v == "TOKEN").then(|| "s3cret".to_owned())
+        })
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_key() {
+        let cases = [
+            (
+                "[[backend]]\nname = \"a\"\nurll = \"http://x\"\n",
+                "gw.toml:3:1: backend[0].urll: unknown field `urll`, expected one of",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\ncommand = \"x\"\n\n[[backend]]\nname = \"b\"\ncommand = 3\n",
+                "gw.toml:7:11: backend[1].command: invalid type: integer `3`",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\nurl = \"ftp://x\"\n",
+                "gw.toml:3:7: backend[0].url: expected an http:// or https:// URL",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\n",
+                "gw.toml:2:8: backend[0].name: the backend needs a command or a url",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\nurl = \"http://x/mcp\"\nbearer_env = \"NOPE\"\n",
+                "gw.toml:4:14: backend[0].bearer_env: the environment variable NOPE is not set",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\ncommand = \"x\"\ncall_timeout_secs = -1\n",
+                "gw.toml:4:21: backend[0].call_timeout_secs: -1: expected seconds",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\ncommand = \"x\"\nprotocol = \"1999\"\n",
+                "gw.toml:4:12: backend[0].protocol: unknown protocol version",
+            ),
+            ("[[backend]\n", "gw.toml:1:"),
+            (
+                "[gateway]\nadress = 1\n",
+                "gw.toml:2:1: gateway.adress: unknown field `adress`",
+            ),
+            (
+                "[[backend]]\nname = \"a b\"\ncommand = \"x\"\n",
+                "gw.toml:2:8: backend[0].name: a backend's name is 1 to 64",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\ncommand = \"x\"\n[[backend.policy]]\ntools = \"*\"\nrate_limit = { calls = 5 }\n",
+                "gw.toml:6:14: backend[0].policy[0].rate_limit: missing field `per_secs`",
+            ),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|(text, want)| {
+                let got = check(text).err().unwrap_or_default();
+                (!got.starts_with(want)).then(|| format!("{text:?}\n got: {got}\nwant: {want}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// deploy/gateway.toml and the ConfigMap of deploy/gateway-kubernetes.yaml stay
+    /// valid.
+    #[test]
+    fn the_shipped_examples_are_valid() {
+        let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+        let env = |_: &str| Some("from-the-environment".to_owned());
+        let toml = std::fs::read_to_string(deploy.join("gateway.toml")).unwrap_or_default();
+        let yaml =
+            std::fs::read_to_string(deploy.join("gateway-kubernetes.yaml")).unwrap_or_default();
+        // The block under `gateway.toml: |`, unindented.
+        let configmap: String = yaml
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("gateway.toml: |"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with("    "))
+            .map(|l| format!("{}\n", l.get(4..).unwrap_or("")))
+            .collect();
+        for (name, text, backends) in [("gateway.toml", toml, 2), ("ConfigMap", configmap, 2)] {
+            let path = Path::new(name);
+            let file = parse(path, &text).unwrap_or_else(|e| panic!("{e}"));
+            let plans = plan(path, &text, file.backend, &env).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plans.len(), backends, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_full_backend_is_accepted() {
+        let text = r#"
+[[backend]]
+name = "fs"
+command = "npx"
+args = ["-y", "server"]
+env = { A = "1" }
+cwd = "/tmp"
+namespace = false
+allow = ["read_*"]
+deny = ["read_secret"]
+rename = { read_file = "cat" }
+describe = { cat = "Print a file" }
+call_timeout_secs = 2.5
+required = false
+restart = { backoff_min_secs = 0.1, backoff_max_secs = 2, check_interval_secs = 1 }
+[[backend.policy]]
+tools = "read_*"
+timeout_secs = 3
+max_concurrent = 2
+rate_limit = { calls = 10, per_secs = 60 }
+
+[[backend]]
+name = "py"
+url = "https://example.com/mcp"
+headers = { X-Team = "a" }
+headers_env = { X-Key = "TOKEN" }
+bearer_env = "TOKEN"
+protocol = "2025-06-18"
+"#;
+        let plans = check(text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plans.len(), 2);
+        let fs = &plans[0];
+        assert!(!fs.required);
+        assert_eq!(
+            fs.transforms.front_name("read_file").as_deref(),
+            Some("cat")
+        );
+        assert_eq!(
+            fs.transforms.front_name("read_dir").as_deref(),
+            Some("read_dir")
+        );
+        assert_eq!(fs.transforms.front_name("read_secret"), None);
+        assert_eq!(fs.transforms.front_name("write"), None);
+        assert_eq!(fs.options.min_backoff, Duration::from_millis(100));
+        assert_eq!(fs.options.health_interval, Duration::from_secs(1));
+        let py = &plans[1];
+        assert!(py.required);
+        assert_eq!(py.transforms.front_name("x").as_deref(), Some("py_x"));
+    }
+}

@@ -1,0 +1,228 @@
+//! What the gateway observes of its backends: each proxied request is logged (target
+//! `snodo::backend`, with the backend's name) and counted in Prometheus series labelled
+//! `backend` — a name from the configuration, so the label set is bounded by it.
+//!
+//! | series | kind | labels |
+//! |---|---|---|
+//! | `snodo_backend_requests_total` | counter | `backend`, `method`, `outcome` (`ok`, `tool_error`, `error`, `down`, `cancelled`) |
+//! | `snodo_backend_request_duration_seconds` | histogram | `backend`, `method` |
+//! | `snodo_backend_up` | gauge | `backend` (1 up, 0 not) |
+//! | `snodo_backend_outages_total` | counter | `backend` |
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+use snodo::RequestContext;
+use snodo_compose::{BoxFuture, Listing, McpSource, Source, SourceError};
+use tokio::sync::watch;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    backend: Arc<str>,
+    method: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    backend: Arc<str>,
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct BackendLabel {
+    backend: Arc<str>,
+}
+
+/// The per-backend series (cheap to clone).
+#[derive(Clone, Debug)]
+pub(crate) struct Series {
+    requests: Family<CallLabels, Counter>,
+    duration: Family<MethodLabels, Histogram>,
+    up: Family<BackendLabel, Gauge>,
+    outages: Family<BackendLabel, Counter>,
+}
+
+impl Series {
+    /// The series, and a registry holding them (for `Metrics::with_registry`).
+    pub(crate) fn new() -> (Self, Registry) {
+        let series = Self {
+            requests: Family::default(),
+            duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+            }),
+            up: Family::default(),
+            outages: Family::default(),
+        };
+        let mut registry = Registry::default();
+        registry.register(
+            "snodo_backend_requests",
+            "Requests the gateway forwarded to a backend, by backend, method and outcome",
+            series.requests.clone(),
+        );
+        registry.register(
+            "snodo_backend_request_duration_seconds",
+            "Time a backend took to answer a forwarded request",
+            series.duration.clone(),
+        );
+        registry.register(
+            "snodo_backend_up",
+            "Whether the backend is mounted (1) or not (0)",
+            series.up.clone(),
+        );
+        registry.register(
+            "snodo_backend_outages",
+            "Times the backend went away",
+            series.outages.clone(),
+        );
+        (series, registry)
+    }
+
+    /// Records whether `backend` is up, and `outages` more times it went away.
+    pub(crate) fn state(&self, backend: &Arc<str>, up: bool, outages: u64) {
+        let label = BackendLabel {
+            backend: Arc::clone(backend),
+        };
+        self.up.get_or_create(&label).set(i64::from(up));
+        self.outages.get_or_create(&label).inc_by(outages);
+    }
+}
+
+/// A backend source whose requests are logged and counted under its name.
+pub(crate) struct Observed {
+    inner: McpSource,
+    backend: Arc<str>,
+    series: Series,
+}
+
+impl Observed {
+    pub(crate) fn new(inner: McpSource, backend: Arc<str>, series: Series) -> Self {
+        Self {
+            inner,
+            backend,
+            series,
+        }
+    }
+}
+
+/// The most of a component name a log line carries.
+const MAX_NAME: usize = 256;
+
+/// The component a request names: `name` (tools, prompts), `uri` (resources), or the
+/// reference of a completion.
+fn target(params: &Value) -> String {
+    let r = params.get("ref").unwrap_or(params);
+    let name = r
+        .get("name")
+        .or_else(|| r.get("uri"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut end = name.len().min(MAX_NAME);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
+}
+
+fn method_label(method: &str) -> &'static str {
+    match method {
+        "tools/call" => "tools/call",
+        "prompts/get" => "prompts/get",
+        "resources/read" => "resources/read",
+        "completion/complete" => "completion/complete",
+        _ => "other",
+    }
+}
+
+/// One forwarded request: recorded when it ends, or as `cancelled` when its front
+/// request is abandoned before (the future is dropped).
+struct Call<'a> {
+    of: &'a Observed,
+    method: &'static str,
+    name: String,
+    started: Instant,
+    outcome: &'static str,
+    code: Option<i64>,
+}
+
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        let elapsed = self.started.elapsed();
+        let backend = &self.of.backend;
+        tracing::info!(
+            target: "snodo::backend",
+            message = "backend request",
+            backend = &**backend,
+            method = self.method,
+            name = self.name.as_str(),
+            outcome = self.outcome,
+            code = self.code,
+            duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        );
+        let s = &self.of.series;
+        s.requests
+            .get_or_create(&CallLabels {
+                backend: Arc::clone(backend),
+                method: self.method,
+                outcome: self.outcome,
+            })
+            .inc();
+        s.duration
+            .get_or_create(&MethodLabels {
+                backend: Arc::clone(backend),
+                method: self.method,
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+impl Source for Observed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Listing, SourceError>> {
+        self.inner.list()
+    }
+
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Value, SourceError>> {
+        Box::pin(async move {
+            let mut call = Call {
+                of: self,
+                method: method_label(method),
+                name: target(&params),
+                started: Instant::now(),
+                outcome: "cancelled",
+                code: None,
+            };
+            let r = self.inner.request(method, params, ctx).await;
+            (call.outcome, call.code) = match &r {
+                Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
+                Ok(_) => ("ok", None),
+                Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
+                Err(SourceError::Down(_)) => ("down", None),
+            };
+            r
+        })
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes()
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
+        self.inner.check()
+    }
+}
