@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use snodo::RateLimit;
 use snodo::http::ListenAddr;
-use snodo_compose::{McpSource, MountOptions, ToolPolicy, Transforms};
+use snodo_compose::{McpSource, MountOptions, RestartPolicy, ToolPolicy, Transforms};
 use toml::Spanned;
 
 /// The whole file.
@@ -130,12 +130,17 @@ struct Rate {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Restart {
-    /// The first retry after it went away (default 0.25 s), doubled each time…
+    /// The first restart of a child that exited (default 0.1 s; the mount's first
+    /// retry of a backend it could not list, 0.25 s), doubled each time…
     backoff_min_secs: Option<Seconds>,
-    /// … up to this (default 5 s).
+    /// … up to this (default 10 s for a child, 5 s for the mount's retries).
     backoff_max_secs: Option<Seconds>,
     /// Between checks of a backend that is up (default 5 s).
     check_interval_secs: Option<Seconds>,
+    /// A child that stayed up this long was healthy: its backoff starts over (60 s).
+    healthy_after_secs: Option<Seconds>,
+    /// How long a child's start and `initialize` may take (30 s).
+    start_timeout_secs: Option<Seconds>,
 }
 
 /// A positive, finite number of seconds (at most a day).
@@ -345,14 +350,12 @@ impl Backend {
         if let Some(Seconds(t)) = self.call_timeout_secs {
             source = source.timeout(t);
         }
-        // POOL (issue 33 step 2): `McpSource::pool(n)` plugs in here once it lands in
-        // snodo-compose: `if let Some(n) = self.pool { source = source.pool(n); }`.
-        // Until then every instance keeps one connection per backend.
-        if let Some(n) = self.pool.filter(|n| *n != 1) {
+        // Warm connections per instance (stdio children, HTTP sessions).
+        if let Some(n) = self.pool {
             if n == 0 {
                 return Err(err(self.name.span(), "pool", "the pool needs at least 1"));
             }
-            tracing::warn!(backend = %name, pool = n, "pool size parsed; this build keeps one connection per backend");
+            source = source.pool(n);
         }
         let mut t = Transforms::new();
         match self.namespace {
@@ -387,11 +390,17 @@ impl Backend {
                 },
             );
         }
-        // RESTART (issue 33 step 2): the mount's retry of a backend that went away is
-        // the restart (a stdio child is started again at the next listing); a restart
-        // policy of snodo-compose's own plugs in here when it lands.
+        // A child that exits is started again by its pool with this backoff; the mount
+        // retries a backend it could not list (an HTTP one) with the same bounds.
+        let policy = RestartPolicy::default();
+        let r = &self.restart;
+        source = source.restart(RestartPolicy {
+            min_backoff: r.backoff_min_secs.map_or(policy.min_backoff, |s| s.0),
+            max_backoff: r.backoff_max_secs.map_or(policy.max_backoff, |s| s.0),
+            healthy_after: r.healthy_after_secs.map_or(policy.healthy_after, |s| s.0),
+            start_timeout: r.start_timeout_secs.map_or(policy.start_timeout, |s| s.0),
+        });
         let defaults = MountOptions::default();
-        let r = self.restart;
         let options = MountOptions {
             health_interval: r
                 .check_interval_secs

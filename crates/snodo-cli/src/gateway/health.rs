@@ -134,7 +134,7 @@ impl Health {
                 });
                 match status {
                     Status::Up { components, .. } => v["components"] = json!(components),
-                    Status::Down(error) => {
+                    Status::Down(error) | Status::Restarting(error) => {
                         v["error"] = json!(error);
                         if let Some(since) = seen.down_since {
                             v["for_secs"] = json!(now.duration_since(since).as_secs_f64());
@@ -158,6 +158,8 @@ impl Health {
 fn state(status: &Status, seen: Seen, now: Instant) -> &'static str {
     match status {
         Status::Up { .. } => "up",
+        // The pool is starting a child again after it exited.
+        Status::Restarting(_) => "restarting",
         Status::Connecting if !seen.ever_up => "starting",
         _ => match seen.down_since {
             Some(since) if seen.ever_up && now.duration_since(since) < RESTARTING => "restarting",

@@ -4,7 +4,7 @@
 //!
 //! | series | kind | labels |
 //! |---|---|---|
-//! | `snodo_backend_requests_total` | counter | `backend`, `method`, `outcome` (`ok`, `tool_error`, `error`, `down`, `cancelled`) |
+//! | `snodo_backend_requests_total` | counter | `backend`, `method`, `outcome` (`ok`, `tool_error`, `error`, `down`, `input_required`, `cancelled`) |
 //! | `snodo_backend_request_duration_seconds` | histogram | `backend`, `method` |
 //! | `snodo_backend_up` | gauge | `backend` (1 up, 0 not) |
 //! | `snodo_backend_outages_total` | counter | `backend` |
@@ -213,6 +213,7 @@ impl Source for Observed {
                 Ok(_) => ("ok", None),
                 Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
                 Err(SourceError::Down(_)) => ("down", None),
+                Err(SourceError::InputRequired(_)) => ("input_required", None),
             };
             r
         })
@@ -224,5 +225,9 @@ impl Source for Observed {
 
     fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
         self.inner.check()
+    }
+
+    fn restarting(&self) -> bool {
+        self.inner.restarting()
     }
 }
