@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use snodo::protocol::LogLevel;
+use snodo::protocol::{ErrorCode, LogLevel};
 use snodo::{HandlerError, InputRequest, RequestContext, RpcError};
 use snodo_client::{CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
@@ -247,7 +247,20 @@ pub(crate) async fn call(
                             let state = json!({"park": id, "key": key, "q": wire, "n": n});
                             return Err(Stop::Source(SourceError::InputRequired(i.with_state(state))));
                         }
-                        Err(HandlerError::Protocol(e)) => return Err(e.into()),
+                        // The front caller cannot answer (it did not declare the
+                        // capability) or refused: the backend hears it as its own client's
+                        // answer, and the call goes on — the backend decides what a
+                        // refused question means. (A stdio backend's question names no
+                        // call: server-everything's `roots/list` after initialize can land
+                        // on the one call in flight.)
+                        Err(HandlerError::Protocol(e)) => {
+                            let e = if e.code() == ErrorCode::MISSING_CLIENT_CAPABILITY {
+                                RpcError::method_not_found(&m)
+                            } else {
+                                e
+                            };
+                            let _ = reply.send(Err(e));
+                        }
                         Err(e) => return Err(RpcError::internal(e.to_string()).into()),
                     }
                 }

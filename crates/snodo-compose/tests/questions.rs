@@ -1,7 +1,9 @@
 //! An initialize-era backend over stdio framing asks during a call: its server request
 //! names no request, so the front gives it to the only call in flight on that
 //! connection, and refuses it clearly (the backend's tool then fails with that
-//! message) when several calls share the connection.
+//! message) when several calls share the connection. A question the front caller cannot
+//! answer (it did not declare the capability) is answered to the backend as such a
+//! client would, and the call goes on.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,6 +37,18 @@ fn backend() -> Runtime {
                 )))
             },
         ))
+        .tool(
+            Tool::new("roots")
+                .description("Lists roots if it can")
+                .handler(|_: NoArguments, ctx: RequestContext| async move {
+                    Ok::<_, HandlerError>(ToolResult::text(
+                        match ctx.ask("r", InputRequest::list_roots()).await {
+                            Ok(a) => format!("roots {}", a["roots"]),
+                            Err(e) => format!("no roots: {e}"),
+                        },
+                    ))
+                }),
+        )
         .tool(
             Tool::new("hold")
                 .description("Takes a while")
@@ -160,4 +174,20 @@ async fn a_parked_call_leaves_the_connection_to_the_next_question() {
         "requestState": round["requestState"]});
     let done = modern.request_with("tools/call", p, &keep).await.unwrap();
     assert_eq!(done["content"][0]["text"], "hi Bo", "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_the_caller_cannot_answer_is_refused_to_the_backend_and_the_call_goes_on() {
+    let (front, _mount) = setup().await;
+    // The caller answers elicitations only: no roots capability, on any revision.
+    for v in ["2026-07-28", "2025-11-25", "2025-06-18"] {
+        let c = caller(&front, v).await;
+        let r = tokio::time::timeout(Duration::from_secs(5), c.call_tool("s_roots", json!({})))
+            .await
+            .expect("an answer, not a hang")
+            .map(|r| r.text())
+            .map_err(|e| e.to_string());
+        let text = r.unwrap_or_else(|e| panic!("front {v}: the call failed: {e}"));
+        assert!(text.starts_with("no roots:"), "front {v}: {text}");
+    }
 }
