@@ -34,6 +34,7 @@ import argparse
 import itertools
 import json
 import os
+import shlex
 import signal
 import socket
 import statistics
@@ -281,16 +282,18 @@ def load_http(gw, port, n, conc):
             "gw_cpu": cpu / wall}
 
 
-def backend_argv(snodo):
-    return [snodo, "fixture", "--stdio", "--profile", "echo", "--workers", "1",
+def backend_argv(a):
+    if a.backend:
+        return shlex.split(a.backend)
+    return [a.snodo, "fixture", "--stdio", "--profile", "echo", "--workers", "1",
             "--protocols", "2026-07-28,2025-11-25,2025-06-18,2025-03-26"]
 
 
 def gateways(a, port, children, tmp):
     """name -> (argv, routes) for a gateway with `children` warm children, or None
     where the gateway cannot keep that many."""
-    back = backend_argv(a.snodo)
-    cmd = " ".join(back)
+    back = backend_argv(a)
+    cmd = shlex.join(back)
     names = [f"b{i}" for i in range(children)]
     one = children == 1
     node = os.path.join(a.peers, "node_modules")
@@ -333,12 +336,51 @@ def gateways(a, port, children, tmp):
     return out
 
 
+def profile(a, n, tmp, log):
+    """snodo gateway under callgrind: instructions and malloc calls per request in the
+    gateway process (the child runs natively), `n` calls from `a.conc` connections after
+    a 200-call warm-up."""
+    out = os.path.join(tmp, "gateway.%p.out")
+    argv, routes = gateways(a, a.port, 1, tmp)["snodo"]
+    gw = Gateway("snodo", ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                           *argv], routes, log)
+    try:
+        gw.wait_ready(a.port, timeout=300)
+        serial_http(gw, a.port, 200)
+        subprocess.run(["callgrind_control", "-z", str(gw.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        load_http(gw, a.port, n, a.conc)
+        subprocess.run(["callgrind_control", "--dump=measured", str(gw.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        gw.stop()
+    # the dump requested above is the file whose description names it
+    f = None
+    for x in sorted(os.listdir(tmp)):
+        if x.startswith(f"gateway.{gw.pid}.out"):
+            with open(os.path.join(tmp, x), errors="replace") as fh:
+                if "dump measured" in fh.read(4096):
+                    f = os.path.join(tmp, x)
+    if f is None:
+        raise SystemExit(f"no callgrind dump in {tmp}")
+    with open(f, errors="replace") as fh:
+        ir = next(int(line.split()[1]) for line in fh
+                  if line.startswith(("summary:", "totals:")))
+    calls = subprocess.run([sys.executable, os.path.join(HERE, "cg_calls.py"), f, "^malloc$",
+                            "--per", str(n)], capture_output=True, text=True).stdout.split()
+    print(f"snodo gateway, {n} calls from {a.conc} connections: {ir // n} Ir per request, "
+          f"{calls[1] if len(calls) > 1 else '?'} malloc calls per request; profile: {f}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--snodo", required=True)
     p.add_argument("--peers", default=os.path.join(HERE, "gateway"),
                    help="bench/gateway (node_modules/ and .venv/)")
     p.add_argument("--mcp-proxy-rs", default="", help="the mcp-proxy 0.6 binary, if built")
+    p.add_argument("--backend", default="",
+                   help="the stdio server's command line (default: the echo fixture); "
+                        "it needs an `echo` tool answering {text} with that text")
     p.add_argument("--only", default="", help="comma-separated gateways (default: all)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--serial", type=int, default=2000)
@@ -347,10 +389,14 @@ def main():
     p.add_argument("--spawny", type=int, default=100,
                    help="calls (1x and 32x) for sg-stateless, which spawns per request")
     p.add_argument("--port", type=int, default=18930)
+    p.add_argument("--callgrind", type=int, default=0, metavar="N",
+                   help="only profile snodo gateway under callgrind over N calls")
     a = p.parse_args()
     only = set(filter(None, a.only.split(",")))
     tmp = tempfile.mkdtemp(prefix="snodo-gwbench-")
     log = open(os.path.join(tmp, "gateways.log"), "ab")
+    if a.callgrind:
+        return profile(a, a.callgrind, tmp, log)
     names = ["direct"] + list(gateways(a, a.port, 1, tmp))
     names = [n for n in names if not only or n in only or n == "direct"]
     res = {n: {"serial": [], "load": [], "rss1": [], "rss10": []} for n in names}
@@ -361,7 +407,7 @@ def main():
             if name in failed:
                 continue
             if name == "direct":
-                s = Server("direct", backend_argv(a.snodo), {}, False)
+                s = Server("direct", backend_argv(a), {}, False)
                 try:
                     serial_stdio(s, 200)
                     res[name]["serial"].append(serial_stdio(s, a.serial))

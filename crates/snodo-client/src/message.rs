@@ -2,6 +2,8 @@
 //! arrives.
 
 use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeMap as _, Serializer};
 use serde_json::{Map, Value, json};
 use snodo::RpcError;
 use snodo::protocol::RequestId;
@@ -58,14 +60,103 @@ impl Incoming {
 
 /// Serialises a request.
 pub(crate) fn request(id: &RequestId, method: &str, params: &Map<String, Value>) -> Bytes {
-    let mut m = Map::new();
-    m.insert("jsonrpc".into(), json!("2.0"));
-    m.insert("id".into(), json!(id));
-    m.insert("method".into(), json!(method));
-    if !params.is_empty() {
-        m.insert("params".into(), Value::Object(params.clone()));
+    request_with(id, method, Params { params, added: &[] })
+}
+
+/// A value borrowed into an outgoing message.
+#[derive(Clone, Copy)]
+pub(crate) enum Borrowed<'a> {
+    Str(&'a str),
+    Json(&'a Value),
+}
+
+impl Serialize for Borrowed<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Str(v) => s.serialize_str(v),
+            Self::Json(v) => v.serialize(s),
+        }
     }
-    Bytes::from(Value::Object(m).to_string())
+}
+
+/// A request's `params`, written from the caller's map without copying it: its own
+/// `_meta` (when an object) with `added` over it, the other members as they are. An
+/// empty `_meta` is left out, as are empty `params`.
+pub(crate) struct Params<'a> {
+    pub(crate) params: &'a Map<String, Value>,
+    pub(crate) added: &'a [(&'a str, Borrowed<'a>)],
+}
+
+impl<'a> Params<'a> {
+    fn base(&self) -> Option<&'a Map<String, Value>> {
+        match self.params.get("_meta") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    fn has_meta(&self) -> bool {
+        !self.added.is_empty() || self.base().is_some_and(|b| !b.is_empty())
+    }
+
+    fn is_empty(&self) -> bool {
+        let own = self.params.len() - usize::from(self.params.contains_key("_meta"));
+        own == 0 && !self.has_meta()
+    }
+}
+
+impl Serialize for Params<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.params {
+            if k != "_meta" {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        if self.has_meta() {
+            m.serialize_entry("_meta", &Meta(self))?;
+        }
+        m.end()
+    }
+}
+
+struct Meta<'p, 'a>(&'p Params<'a>);
+
+impl Serialize for Meta<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let added = self.0.added;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.0.base().into_iter().flatten() {
+            if !added.iter().any(|(a, _)| a == k) {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        for (k, v) in added {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Params::is_empty")]
+    params: Params<'a>,
+}
+
+/// Serialises a request whose `_meta` gets `added` (see [`Params`]).
+pub(crate) fn request_with(id: &RequestId, method: &str, params: Params<'_>) -> Bytes {
+    let r = Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    // Serialising maps of strings and JSON values cannot fail.
+    Bytes::from(serde_json::to_vec(&r).unwrap_or_default())
 }
 
 /// Serialises a notification.
