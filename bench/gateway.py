@@ -305,6 +305,10 @@ def gateways(a, port, children, tmp):
         out["snodo"] = ([a.snodo, "gateway", "--addr", f"127.0.0.1:{port}"]
                         + [f"--backend={n}=stdio:{cmd}" for n in names],
                         [("/mcp", f"{n}_echo") for n in names])
+    if a.snodo_before:
+        # the same flags, an earlier build (before/after in one run)
+        argv, routes = out["snodo"]
+        out["snodo-before"] = ([a.snodo_before, *argv[1:]], routes)
     sg = ["node", f"{node}/supergateway/dist/index.js", "--stdio", cmd, "--outputTransport",
           "streamableHttp", "--port", str(port), "--logLevel", "none",
           "--protocolVersion", PROTO]
@@ -381,6 +385,8 @@ def main():
     p.add_argument("--backend", default="",
                    help="the stdio server's command line (default: the echo fixture); "
                         "it needs an `echo` tool answering {text} with that text")
+    p.add_argument("--snodo-before", default="",
+                   help="an earlier snodo binary, measured as one more gateway")
     p.add_argument("--only", default="", help="comma-separated gateways (default: all)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--serial", type=int, default=2000)

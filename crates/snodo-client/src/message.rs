@@ -216,4 +216,71 @@ mod tests {
         assert!(matches!(n, Some(Incoming::Notification { .. })));
         assert!(Incoming::classify(json!([1])).is_none());
     }
+
+    #[test]
+    fn requests_are_written_without_copying_params() {
+        let id = RequestId::Number(7);
+        let parse = |b: Bytes| serde_json::from_slice::<Value>(&b).unwrap();
+        // No params at all, and params that are only an empty or non-object `_meta`.
+        for p in [json!({}), json!({"_meta": {}}), json!({"_meta": 3})] {
+            let Value::Object(p) = p else { unreachable!() };
+            let v = parse(request(&id, "ping", &p));
+            assert_eq!(v, json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+        }
+        // The caller's `_meta` kept, the added members written over it.
+        let Value::Object(p) = json!({
+            "name": "echo",
+            "arguments": {"text": "hi"},
+            "_meta": {"mine": 1, "progressToken": "old"},
+        }) else {
+            unreachable!()
+        };
+        let caps = json!({"sampling": {}});
+        let token = json!("p7");
+        let added = [
+            (
+                "io.modelcontextprotocol/protocolVersion",
+                Borrowed::Str("2026-07-28"),
+            ),
+            (
+                "io.modelcontextprotocol/clientCapabilities",
+                Borrowed::Json(&caps),
+            ),
+            ("progressToken", Borrowed::Json(&token)),
+        ];
+        let v = parse(request_with(
+            &id,
+            "tools/call",
+            Params {
+                params: &p,
+                added: &added,
+            },
+        ));
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "echo",
+                "arguments": {"text": "hi"},
+                "_meta": {
+                    "mine": 1,
+                    "progressToken": "p7",
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                },
+            }})
+        );
+        // Added members alone make a `_meta` for params that had none.
+        let v = parse(request_with(
+            &id,
+            "ping",
+            Params {
+                params: &Map::new(),
+                added: &added[..1],
+            },
+        ));
+        assert_eq!(
+            v["params"],
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+        );
+    }
 }
