@@ -472,10 +472,15 @@ def report(a, res, failed, tmp):
               f"{med(n, 'load', 'rps'):>9.0f} {med(n, 'load', 'per_cpu_s'):>12.0f} "
               f"{med(n, 'load', 'gw_cpu'):>6.2f} {med(n, 'rss1') / 1024:>8.1f} "
               f"{med(n, 'rss10') / 1024:>9.1f}")
-    peers = [n for n in res if n not in ("direct", "snodo") and n not in failed
+    peers = [n for n in res if not n.startswith(("direct", "snodo")) and n not in failed
              and res[n]["load"]]
     if "snodo" not in res or "snodo" in failed or not peers:
         return
+    if res.get("snodo-before", {}).get("load"):
+        b50 = med("snodo-before", "serial", "p50_us") - floor50
+        print(f"snodo / snodo-before: req/gw-cpu-s "
+              f"{med('snodo', 'load', 'per_cpu_s') / med('snodo-before', 'load', 'per_cpu_s'):.2f}x, "
+              f"added p50 {med('snodo', 'serial', 'p50_us') - floor50:.0f} vs {b50:.0f} us")
     best = max(peers, key=lambda n: med(n, "load", "per_cpu_s"))
     add = {n: med(n, "serial", "p50_us") - floor50 for n in peers + ["snodo"]}
     s_cpu = med("snodo", "load", "per_cpu_s")
