@@ -46,7 +46,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proc_cpu import cpu_ns  # noqa: E402
-from stdio_bench import Server  # noqa: E402
+from stdio_bench import Server, serial as serial_stdio  # noqa: E402
 
 PROTO = "2025-06-18"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -234,18 +234,6 @@ def serial_http(gw, port, n, route=0):
                 raise RuntimeError(f"{gw.name}: {status} {rbody[:200]!r}")
     finally:
         c.close()
-    lat.sort()
-    return {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6}
-
-
-def serial_stdio(server, n):
-    lat = []
-    for _ in range(n):
-        s = time.perf_counter()
-        server.echo()
-        m = server.read()
-        lat.append(time.perf_counter() - s)
-        assert "result" in m, m
     lat.sort()
     return {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6}
 
