@@ -17,7 +17,7 @@ use crate::builder::{CallOptions, ClientBuilder, Protocol};
 use crate::error::ClientError;
 use crate::handlers::Handlers;
 use crate::headers;
-use crate::message::{self, Incoming};
+use crate::message::{self, Borrowed, Incoming};
 use crate::transport::{Outgoing, Transport};
 use crate::types::ServerDetails;
 
@@ -33,6 +33,18 @@ pub(crate) struct State {
     pub(crate) stateless: bool,
     pub(crate) pinned: bool,
     pub(crate) details: ServerDetails,
+}
+
+impl State {
+    /// This state without the server's details.
+    fn wire(&self) -> Self {
+        Self {
+            version: self.version.clone(),
+            stateless: self.stateless,
+            pinned: self.pinned,
+            details: ServerDetails::default(),
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -104,6 +116,16 @@ impl Client {
             .unwrap_or_default()
     }
 
+    /// What a request needs of the state (version, mode), without copying the
+    /// server's details (capabilities, info, instructions) on every call.
+    pub(crate) fn wire(&self) -> State {
+        self.inner
+            .state
+            .read()
+            .map(|s| s.wire())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn set_state(&self, f: impl FnOnce(&mut State)) {
         if let Ok(mut s) = self.inner.state.write() {
             f(&mut s);
@@ -143,7 +165,7 @@ impl Client {
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        let st = self.state();
+        let st = self.wire();
         let mut out = Outgoing {
             body: message::notification(method, params),
             method: method.to_owned(),
@@ -182,7 +204,7 @@ impl Client {
         let mut retried_version = false;
         let mut renewed_session = false;
         loop {
-            let st = self.state();
+            let st = self.wire();
             let (out, id) = self.outgoing(&st, method, &params, opts);
             let result = match opts.timeout.or(self.inner.timeout) {
                 Some(t) => tokio::time::timeout(t, self.exchange(out, &id, opts))
@@ -289,47 +311,53 @@ impl Client {
         opts: &CallOptions,
     ) -> (Outgoing, RequestId) {
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let mut p = params.clone();
-        let mut meta = match p.remove("_meta") {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        if st.stateless {
-            meta.insert(META_VERSION.into(), json!(st.version));
-            meta.insert(META_CAPS.into(), self.inner.capabilities.clone());
-            meta.insert(META_INFO.into(), self.inner.client_info.clone());
-            if let Some(l) = &self.inner.log_level {
-                meta.insert(META_LOG.into(), json!(l));
-            }
-        }
         let progress_token = (opts.progress.is_some() || self.inner.handlers.progress.is_some())
             .then(|| json!(format!("p{id}")));
-        if let Some(t) = &progress_token {
-            meta.insert("progressToken".into(), t.clone());
+        // The `_meta` members this client adds, written over the caller's own: the
+        // params are serialised borrowed, never copied (they may be large arguments).
+        let mut added = Vec::with_capacity(5);
+        if st.stateless {
+            added.push((META_VERSION, Borrowed::Str(&st.version)));
+            added.push((META_CAPS, Borrowed::Json(&self.inner.capabilities)));
+            added.push((META_INFO, Borrowed::Json(&self.inner.client_info)));
+            if let Some(l) = &self.inner.log_level {
+                added.push((META_LOG, Borrowed::Str(l)));
+            }
         }
-        if !meta.is_empty() {
-            p.insert("_meta".into(), Value::Object(meta));
+        if let Some(t) = &progress_token {
+            added.push(("progressToken", Borrowed::Json(t)));
         }
         let m = Method::parse(method);
         let name = m
             .name_field()
-            .and_then(|f| p.get(f))
+            .and_then(|f| params.get(f))
             .and_then(Value::as_str)
             .map(headers::encode);
         let param_headers = if m == Method::ToolsCall && st.stateless {
-            let tool = p.get("name").and_then(Value::as_str).unwrap_or_default();
-            let args = p.get("arguments").cloned().unwrap_or(Value::Null);
+            let tool = params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let args = params.get("arguments").unwrap_or(&Value::Null);
             self.inner
                 .tools
                 .lock()
                 .ok()
-                .and_then(|t| t.get(tool).map(|h| headers::param_values(h, &args)))
+                .and_then(|t| t.get(tool).map(|h| headers::param_values(h, args)))
                 .unwrap_or_default()
         } else {
             Vec::new()
         };
+        let body = message::request_with(
+            &id,
+            method,
+            message::Params {
+                params,
+                added: &added,
+            },
+        );
         let out = Outgoing {
-            body: message::request(&id, method, &p),
+            body,
             id: Some(id.clone()),
             method: method.to_owned(),
             version: header_version(st, method),
@@ -478,7 +506,7 @@ async fn answer_server(
     call: Option<&crate::handlers::CallHandler>,
 ) {
     let outcome = inner.handlers.answer_for(method, params, call).await;
-    let st = inner.state.read().map(|s| s.clone()).unwrap_or_default();
+    let st = inner.state.read().map(|s| s.wire()).unwrap_or_default();
     let out = Outgoing {
         body: message::response(&id, &outcome),
         version: header_version(&st, ""),

@@ -2,6 +2,8 @@
 //! arrives.
 
 use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeMap as _, Serializer};
 use serde_json::{Map, Value, json};
 use snodo::RpcError;
 use snodo::protocol::RequestId;
@@ -58,14 +60,103 @@ impl Incoming {
 
 /// Serialises a request.
 pub(crate) fn request(id: &RequestId, method: &str, params: &Map<String, Value>) -> Bytes {
-    let mut m = Map::new();
-    m.insert("jsonrpc".into(), json!("2.0"));
-    m.insert("id".into(), json!(id));
-    m.insert("method".into(), json!(method));
-    if !params.is_empty() {
-        m.insert("params".into(), Value::Object(params.clone()));
+    request_with(id, method, Params { params, added: &[] })
+}
+
+/// A value borrowed into an outgoing message.
+#[derive(Clone, Copy)]
+pub(crate) enum Borrowed<'a> {
+    Str(&'a str),
+    Json(&'a Value),
+}
+
+impl Serialize for Borrowed<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Str(v) => s.serialize_str(v),
+            Self::Json(v) => v.serialize(s),
+        }
     }
-    Bytes::from(Value::Object(m).to_string())
+}
+
+/// A request's `params`, written from the caller's map without copying it: its own
+/// `_meta` (when an object) with `added` over it, the other members as they are. An
+/// empty `_meta` is left out, as are empty `params`.
+pub(crate) struct Params<'a> {
+    pub(crate) params: &'a Map<String, Value>,
+    pub(crate) added: &'a [(&'a str, Borrowed<'a>)],
+}
+
+impl<'a> Params<'a> {
+    fn base(&self) -> Option<&'a Map<String, Value>> {
+        match self.params.get("_meta") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    fn has_meta(&self) -> bool {
+        !self.added.is_empty() || self.base().is_some_and(|b| !b.is_empty())
+    }
+
+    fn is_empty(&self) -> bool {
+        let own = self.params.len() - usize::from(self.params.contains_key("_meta"));
+        own == 0 && !self.has_meta()
+    }
+}
+
+impl Serialize for Params<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.params {
+            if k != "_meta" {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        if self.has_meta() {
+            m.serialize_entry("_meta", &Meta(self))?;
+        }
+        m.end()
+    }
+}
+
+struct Meta<'p, 'a>(&'p Params<'a>);
+
+impl Serialize for Meta<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let added = self.0.added;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.0.base().into_iter().flatten() {
+            if !added.iter().any(|(a, _)| a == k) {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        for (k, v) in added {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Params::is_empty")]
+    params: Params<'a>,
+}
+
+/// Serialises a request whose `_meta` gets `added` (see [`Params`]).
+pub(crate) fn request_with(id: &RequestId, method: &str, params: Params<'_>) -> Bytes {
+    let r = Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    // Serialising maps of strings and JSON values cannot fail.
+    Bytes::from(serde_json::to_vec(&r).unwrap_or_default())
 }
 
 /// Serialises a notification.
@@ -124,5 +215,72 @@ mod tests {
         );
         assert!(matches!(n, Some(Incoming::Notification { .. })));
         assert!(Incoming::classify(json!([1])).is_none());
+    }
+
+    #[test]
+    fn requests_are_written_without_copying_params() {
+        let id = RequestId::Number(7);
+        let parse = |b: Bytes| serde_json::from_slice::<Value>(&b).unwrap();
+        // No params at all, and params that are only an empty or non-object `_meta`.
+        for p in [json!({}), json!({"_meta": {}}), json!({"_meta": 3})] {
+            let Value::Object(p) = p else { unreachable!() };
+            let v = parse(request(&id, "ping", &p));
+            assert_eq!(v, json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+        }
+        // The caller's `_meta` kept, the added members written over it.
+        let Value::Object(p) = json!({
+            "name": "echo",
+            "arguments": {"text": "hi"},
+            "_meta": {"mine": 1, "progressToken": "old"},
+        }) else {
+            unreachable!()
+        };
+        let caps = json!({"sampling": {}});
+        let token = json!("p7");
+        let added = [
+            (
+                "io.modelcontextprotocol/protocolVersion",
+                Borrowed::Str("2026-07-28"),
+            ),
+            (
+                "io.modelcontextprotocol/clientCapabilities",
+                Borrowed::Json(&caps),
+            ),
+            ("progressToken", Borrowed::Json(&token)),
+        ];
+        let v = parse(request_with(
+            &id,
+            "tools/call",
+            Params {
+                params: &p,
+                added: &added,
+            },
+        ));
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "echo",
+                "arguments": {"text": "hi"},
+                "_meta": {
+                    "mine": 1,
+                    "progressToken": "p7",
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                },
+            }})
+        );
+        // Added members alone make a `_meta` for params that had none.
+        let v = parse(request_with(
+            &id,
+            "ping",
+            Params {
+                params: &Map::new(),
+                added: &added[..1],
+            },
+        ));
+        assert_eq!(
+            v["params"],
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+        );
     }
 }
