@@ -391,10 +391,10 @@ impl Served {
             builders,
             closing,
         } = self;
-        let svc = {
+        let answer = {
             let deadline = Arc::clone(&deadline);
             let max_headers = limits.max_headers;
-            service_fn(move |req: Request<Incoming>| {
+            move |req: Request<Incoming>| {
                 let answering = deadline.begin();
                 // HTTP/1.1's count is hyper's (431 past it); HTTP/2 bounds the header
                 // block's bytes, and the count is checked here, the same for both.
@@ -404,7 +404,7 @@ impl Served {
                 } else {
                     Either::Right(handler(req, answering))
                 }
-            })
+            }
         };
         tracing::debug!(protocol = speaks.name(), "serving a connection");
         // The connection runs in a task of its own, so that its requests never poll
@@ -412,9 +412,19 @@ impl Served {
         let io = TokioIo::new(io);
         let drain = Arc::new(DrainSignal::default());
         let mut serving = match speaks {
-            Speaks::Http1 => spawn_drainable(builders.http1.serve_connection(io, svc), &drain),
-            Speaks::Http2 => spawn_drainable(builders.http2.serve_connection(io, svc), &drain),
+            Speaks::Http1 => {
+                let svc = service_fn(answer);
+                spawn_drainable(builders.http1.serve_connection(io, svc), &drain)
+            }
+            // HTTP/2 runs each stream in a task of its own: the request's future, a few
+            // KiB, would be copied into the stream's future and again into the task;
+            // boxed where it is made, only a pointer moves (HTTP/1.1 polls it in place).
+            Speaks::Http2 => {
+                let svc = service_fn(move |req| Box::pin(answer(req)));
+                spawn_drainable(builders.http2.serve_connection(io, svc), &drain)
+            }
             Speaks::Unknown => {
+                let svc = service_fn(answer);
                 spawn_drainable(builders.auto.serve_connection(io, svc).into_owned(), &drain)
             }
         };

@@ -114,6 +114,7 @@ impl Speaks {
     }
 
     /// What a TLS connection's ALPN protocol says (`None`: none agreed).
+    #[cfg(feature = "tls")]
     pub(crate) fn from_alpn(alpn: Option<&[u8]>) -> Self {
         match alpn {
             Some(b"h2") => Self::Http2,
@@ -263,6 +264,11 @@ mod tests {
         assert_eq!(Speaks::from_first(b"PRI * HTTP/1.1"), Speaks::Http1);
         assert_eq!(Speaks::from_first(b"P"), Speaks::Unknown);
         assert_eq!(Speaks::from_first(b"PRI * HTTP/2.0\r\n"), Speaks::Unknown);
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn alpn_tells_the_version() {
         assert_eq!(Speaks::from_alpn(Some(b"h2")), Speaks::Http2);
         assert_eq!(Speaks::from_alpn(Some(b"http/1.1")), Speaks::Http1);
         assert_eq!(Speaks::from_alpn(None), Speaks::Unknown);
