@@ -54,11 +54,17 @@ start() {
 
 PASS=0
 FAIL=0
-tally() { # a driver's output: count its lines
-    local out="$1"
+tally() { # a driver's output: count its lines (a driver that reported nothing failed)
+    local out="$1" ok fail
     echo "$out"
-    PASS=$((PASS + $(grep -c '^ok ' <<<"$out" || true)))
-    FAIL=$((FAIL + $(grep -c '^FAIL ' <<<"$out" || true)))
+    ok=$(grep -c '^ok ' <<<"$out" || true)
+    fail=$(grep -c '^FAIL ' <<<"$out" || true)
+    if [ "$ok" -eq 0 ] && [ "$fail" -eq 0 ]; then
+        echo "FAIL a driver reported nothing: $(tail -c 300 <<<"$out")"
+        fail=1
+    fi
+    PASS=$((PASS + ok))
+    FAIL=$((FAIL + fail))
 }
 check() { # check NAME CMD...: one line for a shell condition
     if "${@:2}"; then echo "ok   $1"; PASS=$((PASS + 1)); else echo "FAIL $1"; FAIL=$((FAIL + 1)); fi

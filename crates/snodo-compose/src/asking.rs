@@ -19,12 +19,16 @@ use serde_json::Value;
 use snodo::RpcError;
 use snodo_client::{ClientBuilder, LogMessage, Progress};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 /// How long a backend call waits, parked, for the front's continuation.
 pub(crate) const PARK_TTL: Duration = Duration::from_secs(300);
 /// How many calls one source keeps parked at most (beyond, questions are refused).
 pub(crate) const MAX_PARKED: usize = 1024;
+/// Reports of one backend call not yet relayed (progress and logs past it are dropped:
+/// a parked call's are read by no one, and a slow front stream must not make the proxy
+/// buffer a chatty backend's notifications without bound).
+pub(crate) const EVENTS: usize = 64;
 
 /// The answer to a backend's question, sent back to the backend.
 pub(crate) type Reply = oneshot::Sender<Result<Value, RpcError>>;
@@ -42,7 +46,7 @@ pub(crate) enum Event {
 pub(crate) struct Flight {
     key: u64,
     owner: Weak<Asker>,
-    pub(crate) events: mpsc::UnboundedReceiver<Event>,
+    pub(crate) events: mpsc::Receiver<Event>,
     pub(crate) done: JoinHandle<Result<Value, snodo_client::ClientError>>,
 }
 
@@ -69,15 +73,19 @@ pub(crate) struct Asker {
     /// Tells this instance's parked calls from another's.
     nonce: String,
     next: AtomicU64,
-    flights: Mutex<HashMap<u64, Line>>,
-    parked: Mutex<HashMap<String, Parked>>,
+    /// Connections made so far (their ids).
+    connections: AtomicU64,
+    /// The calls in flight, by key: the connection each runs on, and its line.
+    flights: Mutex<HashMap<u64, (u64, Line)>>,
+    /// The parked calls, by id, with the timer that expires each.
+    parked: Mutex<HashMap<String, (Parked, AbortHandle)>>,
 }
 
 /// The way to one backend call's front call, and how many of its questions wait for
 /// an answer (a call blocked on its question, parked or not, asks nothing else).
 #[derive(Clone)]
 pub(crate) struct Line {
-    tx: mpsc::UnboundedSender<Event>,
+    tx: mpsc::Sender<Event>,
     waiting: Arc<AtomicUsize>,
 }
 
@@ -91,21 +99,41 @@ impl Drop for Waiting {
 }
 
 impl Line {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
+    pub(crate) fn new(tx: mpsc::Sender<Event>) -> Self {
         Self {
             tx,
             waiting: Arc::default(),
         }
     }
 
+    /// A progress or log report: dropped when the call's reports are not being read.
+    pub(crate) fn report(&self, event: Event) {
+        let _ = self.tx.try_send(event);
+    }
+
+    /// Counts a question as waiting from now on.
+    fn waiting(&self) -> Waiting {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting(Arc::clone(&self.waiting))
+    }
+
     /// Sends a question to the front call and waits for its answer.
     pub(crate) async fn ask(&self, method: String, params: Value) -> Result<Value, RpcError> {
+        let waiting = self.waiting();
+        self.put(method, params, waiting).await
+    }
+
+    async fn put(
+        &self,
+        method: String,
+        params: Value,
+        _waiting: Waiting,
+    ) -> Result<Value, RpcError> {
         let gone = || RpcError::internal("the front request this question belongs to has ended");
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let _waiting = Waiting(Arc::clone(&self.waiting));
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Event::Ask(method, params, reply))
+            .await
             .map_err(|_| gone())?;
         answer.await.unwrap_or_else(|_| Err(gone()))
     }
@@ -119,22 +147,30 @@ impl Asker {
             source: source.to_owned(),
             nonce: format!("{:016x}", h.finish()),
             next: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
             flights: Mutex::new(HashMap::new()),
             parked: Mutex::new(HashMap::new()),
         })
     }
 
-    /// Starts the backend call `call` in a task of its own, registered first (its
-    /// question may come back before this returns); its reports go to `events`.
+    /// The id of a new connection of this source.
+    pub(crate) fn next_connection(&self) -> u64 {
+        self.connections.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Starts the backend call `call` on connection `conn` in a task of its own,
+    /// registered first (its question may come back before this returns); its reports
+    /// go to `events`.
     pub(crate) fn flight(
         self: &Arc<Self>,
+        conn: u64,
         line: Line,
-        events: mpsc::UnboundedReceiver<Event>,
+        events: mpsc::Receiver<Event>,
         call: impl Future<Output = Result<Value, snodo_client::ClientError>> + Send + 'static,
     ) -> Flight {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut f) = self.flights.lock() {
-            f.insert(key, line);
+            f.insert(key, (conn, line));
         }
         let done = tokio::spawn(call);
         Flight {
@@ -145,20 +181,20 @@ impl Asker {
         }
     }
 
-    /// The client-wide answers to server requests that arrive on no call's stream
-    /// (stdio names no request in a server request): put to the only call in flight on
-    /// this connection that is not waiting for an answer already (a parked call is),
-    /// refused when there are several (it cannot be told whose).
+    /// The answers of connection `conn`'s client to server requests that arrive on no
+    /// call's stream (stdio names no request in a server request): put to the only call
+    /// in flight on that connection that is not waiting for an answer already (a parked
+    /// call is), refused when there are several (it cannot be told whose) or none.
     /// These handlers are also what makes the client declare `elicitation`,
     /// `sampling` and `roots` to the backend.
-    pub(crate) fn declare(self: &Arc<Self>, b: ClientBuilder) -> ClientBuilder {
+    pub(crate) fn declare(self: &Arc<Self>, b: ClientBuilder, conn: u64) -> ClientBuilder {
         let on = |method: &'static str| {
             let me = Arc::downgrade(self);
             move |params: Value| {
                 let me = me.clone();
                 async move {
                     match me.upgrade() {
-                        Some(a) => a.ask_sole(method, params).await,
+                        Some(a) => a.ask_sole(conn, method, params).await,
                         None => Err(RpcError::internal("the source was unmounted")),
                     }
                 }
@@ -169,19 +205,24 @@ impl Asker {
             .on_roots(on("roots/list"))
     }
 
-    async fn ask_sole(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+    async fn ask_sole(&self, conn: u64, method: &str, params: Value) -> Result<Value, RpcError> {
+        // Chosen and counted as waiting under the lock: a second question arriving at
+        // once does not pick the same call.
         let (sole, n) = match self.flights.lock() {
             Ok(f) => {
-                let mut free = f.values().filter(|l| l.waiting.load(Ordering::SeqCst) == 0);
+                let mut free = f
+                    .values()
+                    .filter(|(c, l)| *c == conn && l.waiting.load(Ordering::SeqCst) == 0)
+                    .map(|(_, l)| l);
                 match (free.next(), free.next()) {
-                    (Some(l), None) => (Some(l.clone()), 1),
+                    (Some(l), None) => (Some((l.clone(), l.waiting())), 1),
                     (first, _) => (None, first.map_or(0, |_| 2 + free.count())),
                 }
             }
             Err(_) => (None, 0),
         };
         match sole {
-            Some(line) => line.ask(method.to_owned(), params).await,
+            Some((line, waiting)) => line.put(method.to_owned(), params, waiting).await,
             None => {
                 tracing::warn!(source = %self.source, %method, calls = n, "a backend question that names no call, refused");
                 Err(RpcError::internal(format!(
@@ -200,20 +241,18 @@ impl Asker {
             self.nonce,
             self.next.fetch_add(1, Ordering::Relaxed)
         );
-        {
-            let Ok(mut p) = self.parked.lock() else {
-                return Err(parked);
-            };
-            if p.len() >= MAX_PARKED {
-                return Err(parked);
-            }
-            p.insert(id.clone(), parked);
+        let Ok(mut p) = self.parked.lock() else {
+            return Err(parked);
+        };
+        if p.len() >= MAX_PARKED {
+            return Err(parked);
         }
         let (me, key) = (Arc::downgrade(self), id.clone());
-        tokio::spawn(async move {
+        // Expires it unless it is taken first (taking it aborts this timer).
+        let timer = tokio::spawn(async move {
             tokio::time::sleep(PARK_TTL).await;
             if let Some(a) = me.upgrade() {
-                if let Some(p) = a.parked.lock().ok().and_then(|mut p| p.remove(&key)) {
+                if let Some((p, _)) = a.parked.lock().ok().and_then(|mut p| p.remove(&key)) {
                     tracing::info!(source = %a.source, "a parked backend call expired");
                     let _ = p.reply.send(Err(RpcError::internal(
                         "the front caller did not continue in time",
@@ -221,12 +260,14 @@ impl Asker {
                 }
             }
         });
+        p.insert(id.clone(), (parked, timer.abort_handle()));
         Ok(id)
     }
 
     /// Takes the call parked under `id`; a clear error when it is not here.
     pub(crate) fn unpark(&self, id: &str) -> Result<Parked, RpcError> {
-        if let Some(p) = self.parked.lock().ok().and_then(|mut p| p.remove(id)) {
+        if let Some((p, timer)) = self.parked.lock().ok().and_then(|mut p| p.remove(id)) {
+            timer.abort();
             return Ok(p);
         }
         let why = if id.starts_with(&self.nonce) {

@@ -113,6 +113,15 @@ impl McpSource {
         }
     }
 
+    /// Whether this source starts child processes (a stdio backend): stopping it sends
+    /// their process groups `SIGTERM`, then `SIGKILL` a second later, from tasks of the
+    /// runtime — an application that exits right after dropping its mounts should keep
+    /// the runtime up that long.
+    #[must_use]
+    pub fn runs_children(&self) -> bool {
+        matches!(self.cfg.target, Target::Stdio(_))
+    }
+
     /// A server at a Streamable HTTP URL (`http://` or `https://`).
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
         Self::new(name, Target::Http(url.into()))
@@ -338,7 +347,8 @@ impl McpSource {
 }
 
 impl Config {
-    fn builder(&self) -> ClientBuilder {
+    /// The client builder of connection `conn`.
+    fn builder(&self, conn: u64) -> ClientBuilder {
         let changes = self.changes.clone();
         let name = self.name.clone();
         let log_name = self.name.clone();
@@ -361,7 +371,7 @@ impl Config {
             .on_log(move |m| {
                 tracing::debug!(source = %log_name, level = %m.level, data = %m.data, "backend log");
             });
-        b = self.asker.declare(b);
+        b = self.asker.declare(b, conn);
         for (n, v) in &self.headers {
             b = b.header(n.clone(), v.clone());
         }
@@ -381,7 +391,13 @@ impl Config {
 
     /// One new connection (a stdio child started and initialized).
     async fn connect(&self) -> Result<Conn, String> {
-        let b = self.builder();
+        let id = self.asker.next_connection();
+        let b = self.builder(id);
+        let plain = |client| Conn {
+            client,
+            child: None,
+            id,
+        };
         let conn = match &self.target {
             Target::Http(url) => b.connect_http(url).await.map(plain),
             Target::Runtime(rt) => b.connect_runtime(rt.clone()).await.map(plain),
@@ -395,6 +411,7 @@ impl Config {
                     Ok(client) => Ok(Conn {
                         client,
                         child: Some(sp.guard),
+                        id,
                     }),
                     // Died during initialize: say how.
                     Err(e) => {
@@ -453,13 +470,6 @@ impl Config {
     }
 }
 
-fn plain(client: Client) -> Conn {
-    Conn {
-        client,
-        child: None,
-    }
-}
-
 impl Source for McpSource {
     fn name(&self) -> &str {
         &self.cfg.name
@@ -492,7 +502,16 @@ impl Source for McpSource {
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         Box::pin(async move {
             let lease = self.lease().await?;
-            match relay::call(&lease.client, &self.cfg.asker, method, params, ctx).await {
+            match relay::call(
+                &lease.client,
+                lease.conn,
+                &self.cfg.asker,
+                method,
+                params,
+                ctx,
+            )
+            .await
+            {
                 Ok(v) => Ok(v),
                 Err(relay::Stop::Source(e)) => Err(e),
                 // The front gave up: the backend request was abandoned, the connection

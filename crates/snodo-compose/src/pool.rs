@@ -75,6 +75,9 @@ pub enum ChildState {
 pub(crate) struct Conn {
     pub(crate) client: Client,
     pub(crate) child: Option<ChildGuard>,
+    /// Which connection of the source this is (a backend's question that names no
+    /// call goes to a call on the same connection only).
+    pub(crate) id: u64,
 }
 
 /// Makes one connection; the error names what failed.
@@ -85,6 +88,7 @@ enum SlotState {
     Starting,
     Ready {
         client: Client,
+        conn: u64,
         broken: Arc<Notify>,
         exit: Option<watch::Receiver<Option<String>>>,
     },
@@ -276,7 +280,7 @@ impl Pool {
         loop {
             rx.borrow_and_update();
             let chosen = self.shared.choose.lock();
-            let mut best: Option<(usize, usize, Client, Arc<Notify>, _)> = None;
+            let mut best: Option<(usize, usize, Client, u64, Arc<Notify>, _)> = None;
             let mut starting = false;
             let mut error = None;
             for (i, slot) in self.shared.slots.iter().enumerate() {
@@ -288,13 +292,13 @@ impl Pool {
                     }
                     Some(SlotState::Ready {
                         client,
+                        conn,
                         broken,
                         exit,
-                        ..
                     }) => {
                         let n = slot.in_flight.load(Ordering::Relaxed);
                         if best.as_ref().is_none_or(|b| n < b.1) {
-                            best = Some((i, n, client, broken, exit));
+                            best = Some((i, n, client, conn, broken, exit));
                         }
                     }
                     None | Some(SlotState::Starting) => starting = true,
@@ -304,7 +308,7 @@ impl Pool {
                     Some(SlotState::Stopped) => error = Some("stopped".to_owned()),
                 }
             }
-            if let Some((slot, _, client, broken, exit)) = best {
+            if let Some((slot, _, client, conn, broken, exit)) = best {
                 self.shared.slots[slot]
                     .in_flight
                     .fetch_add(1, Ordering::Relaxed);
@@ -315,6 +319,7 @@ impl Pool {
                     broken,
                     exit,
                     client,
+                    conn,
                 });
             }
             drop(chosen);
@@ -349,6 +354,8 @@ pub(crate) struct Lease {
     broken: Arc<Notify>,
     exit: Option<watch::Receiver<Option<String>>>,
     pub(crate) client: Client,
+    /// The connection's id ([`Conn::id`]).
+    pub(crate) conn: u64,
 }
 
 impl Lease {
@@ -450,6 +457,7 @@ async fn serve(s: &Supervisor, conn: Conn, again: bool) -> String {
         s.i,
         SlotState::Ready {
             client: conn.client.clone(),
+            conn: conn.id,
             broken: Arc::clone(&broken),
             exit: conn.child.as_ref().map(ChildGuard::exit_watch),
         },
@@ -475,7 +483,7 @@ async fn serve(s: &Supervisor, conn: Conn, again: bool) -> String {
             attempt: 0,
         },
     );
-    let Conn { client, child } = conn;
+    let Conn { client, child, .. } = conn;
     drop(child);
     tokio::spawn(async move { client.close().await });
     why

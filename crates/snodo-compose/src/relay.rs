@@ -24,7 +24,7 @@ use snodo::{HandlerError, InputRequest, RequestContext, RpcError};
 use snodo_client::{CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
 
-use crate::asking::{Asker, Event, Flight, Line, Parked};
+use crate::asking::{Asker, EVENTS, Event, Flight, Line, Parked};
 use crate::source::SourceError;
 
 /// The most input rounds one front call may relay.
@@ -130,31 +130,28 @@ async fn ask_front(
 /// Starts the backend request in a task of its own: its reports arrive on the flight.
 fn start(
     client: &Client,
+    conn: u64,
     asker: &Arc<Asker>,
     method: &str,
     params: Value,
     ctx: &RequestContext,
 ) -> Flight {
-    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let (tx, rx) = mpsc::channel::<Event>(EVENTS);
+    let line = Line::new(tx);
     let mut opts = CallOptions::default().keep_input_required();
     if ctx.wants_progress() {
-        let tx = tx.clone();
-        opts = opts.on_progress(move |p| {
-            let _ = tx.send(Event::Progress(p));
-        });
+        let line = line.clone();
+        opts = opts.on_progress(move |p| line.report(Event::Progress(p)));
     }
-    let log = tx.clone();
-    opts = opts.on_log(move |m| {
-        let _ = log.send(Event::Log(m));
-    });
-    let line = Line::new(tx);
+    let log = line.clone();
+    opts = opts.on_log(move |m| log.report(Event::Log(m)));
     let questions = line.clone();
     opts = opts.on_server_request(move |m, p| {
         let line = questions.clone();
         async move { line.ask(m, p).await }
     });
     let (c, method) = (client.clone(), method.to_owned());
-    asker.flight(line, rx, async move {
+    asker.flight(conn, line, rx, async move {
         c.request_with(&method, params, &opts).await
     })
 }
@@ -172,20 +169,21 @@ fn with_round(params: &Value, answers: Map<String, Value>, state: Value) -> Valu
 /// questions to the front request `ctx`.
 pub(crate) async fn call(
     client: &Client,
+    conn: u64,
     asker: &Arc<Asker>,
     method: &str,
     params: Value,
     ctx: &RequestContext,
 ) -> Result<Value, Stop> {
     let (mut flight, mut n) = match Round::read(ctx) {
-        None => (start(client, asker, method, params.clone(), ctx), 0),
+        None => (start(client, conn, asker, method, params.clone(), ctx), 0),
         Some((Round::Backend { state, asked }, n)) => {
             let qs = questions(&asked, n)?;
             let again = || json!({"b": state, "q": asked, "n": n});
             let got = ask_front(ctx, qs, again).await?;
             let answers = answers_by_backend_key(&asked, got, n);
             let p = with_round(&params, answers, state.clone());
-            (start(client, asker, method, p, ctx), n)
+            (start(client, conn, asker, method, p, ctx), n)
         }
         Some((Round::Parked { id, key, asked }, n)) => {
             let parked = asker.unpark(&id)?;
@@ -200,7 +198,7 @@ pub(crate) async fn call(
                     let _ = parked.reply.send(Ok(a.remove(&key).unwrap_or(Value::Null)));
                 }
                 Err(HandlerError::InputRequired(i)) => {
-                    // Still unanswered: parked again, under the same id.
+                    // Still unanswered: parked again (under a new id, in a new state).
                     let id = asker
                         .park(parked)
                         .map_err(|_| RpcError::internal("too many parked calls"))?;
@@ -298,7 +296,7 @@ pub(crate) async fn call(
                 // A legacy front caller answers right away (server requests).
                 let got = ask_front(ctx, qs, again).await?;
                 let answers = answers_by_backend_key(&asked, got, n);
-                flight = start(client, asker, method, with_round(&params, answers, state.clone()), ctx);
+                flight = start(client, conn, asker, method, with_round(&params, answers, state.clone()), ctx);
             }
         }
     }

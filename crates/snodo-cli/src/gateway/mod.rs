@@ -195,6 +195,7 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
     };
     let (builder, config, protection) = front.apply(builder, shared.config, &setup.addr).await?;
     let front = builder.build().map_err(|e| e.to_string())?;
+    let stdio = setup.backends.iter().any(|b| b.source.runs_children());
     let backends: Vec<health::Backend> = setup
         .backends
         .into_iter()
@@ -241,9 +242,14 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
         front.supported_versions().join(", ")
     );
     let served = server.run().await;
-    // Unmount before leaving: the backends' connections close and stdio children are
-    // stopped (their stdin closes, then they are killed).
+    // Unmount before leaving: the backends' connections close and each stdio child's
+    // process group gets SIGTERM, then SIGKILL after snodo-compose's 1 s grace. Those
+    // watchers are tasks of this runtime, which drops its tasks when `run` returns: wait
+    // out the grace here, or a grandchild that ignores SIGTERM would outlive us.
     drop(health);
     drop(front);
+    if stdio {
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+    }
     served.map_err(|e| e.to_string())
 }
