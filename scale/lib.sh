@@ -108,3 +108,32 @@ stop_started() {
     done
     SERVERS=()
 }
+
+# find_nginx: sets NGINX to Debian's nginx, installing it when missing (as root).
+find_nginx() {
+    NGINX=$(command -v nginx || true)
+    [[ -z $NGINX && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
+    if [[ -z $NGINX ]]; then
+        note "nginx not found: installing Debian's nginx"
+        install_debian nginx
+        NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+    fi
+    [[ -x $NGINX ]] || die "nginx is missing"
+}
+
+# start_nginx DIR PORT: runs nginx in the foreground with DIR/nginx.conf (prefix DIR),
+# adds it to PIDS and waits (10 s) until it listens on 127.0.0.1:PORT.
+start_nginx() {
+    local dir=$1 port=$2 pid i
+    "$NGINX" -q -t -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx rejected $dir/nginx.conf"
+    "$NGINX" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" -g 'daemon off;' \
+        >"$dir/nginx.out" 2>"$dir/nginx.err" &
+    pid=$!
+    PIDS+=("$pid")
+    for ((i = 0; i < 200; i++)); do
+        (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        alive "$pid" || die "nginx exited during startup: $(tail -n 5 "$dir/error.log")"
+        sleep 0.05
+    done
+    die "nginx does not listen on 127.0.0.1:$port"
+}
