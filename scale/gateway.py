@@ -18,7 +18,8 @@ Steps:
              at once with an error naming the backend; the next call succeeds once the
              pool has started a new child;
   sigterm    one instance SIGTERMed with a call in flight on it while calls stream
-             through nginx: every call succeeds, and none of its children remains.
+             through nginx: every call succeeds, and none of its children remains;
+  spread     nginx's access log: every instance served requests.
 
 Prints `ok <step> (...)` or `FAIL <step>: ...` per step, then `N passed, M failed`.
 """
@@ -276,6 +277,18 @@ def step_sigterm(run, s):
             f"{' '.join(sorted(set(after)))}")
 
 
+def step_spread(run, s):
+    served = {}
+    with open(run.access_log, encoding="utf-8") as f:
+        for line in f:
+            e = json.loads(line)
+            ups = [u.strip() for u in e["upstream"].replace(" : ", ", ").split(",") if u.strip()]
+            label = run.labels.get(ups[-1], ups[-1]) if ups else "-"
+            served[label] = served.get(label, 0) + 1
+    need(set(run.instances) <= set(served), f"requests per upstream {served}: an instance served none")
+    return "requests per upstream in nginx's log: " + ", ".join(f"{k} {v}" for k, v in sorted(served.items()))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--proxy", required=True)
@@ -290,6 +303,7 @@ def main():
     run.step("mrtr", step_mrtr)
     run.step("child-kill", step_child_kill)
     run.step("sigterm", step_sigterm)
+    run.step("spread", step_spread)
     print(f"{run.passed} passed, {run.failed} failed", flush=True)
     return 1 if run.failed else 0
 

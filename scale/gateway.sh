@@ -57,13 +57,7 @@ cleanup() {
         kill -KILL $left 2>/dev/null || true
         (( rc == 0 )) && rc=1
     fi
-    if (( rc != 0 )); then
-        for f in "$TMP"/*.err "$TMP"/error.log; do
-            [[ -s $f ]] || continue
-            printf -- '--- %s (last lines) ---\n' "${f##*/}" >&2
-            tail -n 15 "$f" >&2
-        done
-    fi
+    (( rc == 0 )) || tail_logs 15 "$TMP"/*.err "$TMP"/error.log
     [[ ${SCALE_KEEP_TMP:-} == 1 ]] && note "kept $TMP" || rm -rf "$TMP"
     exit "$rc"
 }
@@ -108,20 +102,11 @@ done
 
 P=$(free_port)
 {
+    nginx_head "$TMP"
     cat <<CONF
-worker_processes 1;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log notice;
-events { worker_connections 256; }
-http {
     log_format lane escape=json '{"step":"\$http_x_scale_step","req":"\$http_x_scale_req",'
         '"upstream":"\$upstream_addr","status":"\$status","target":"\$http_x_scale_target"}';
     access_log $TMP/access.log lane;
-    client_body_temp_path $TMP/client_body;
-    proxy_temp_path $TMP/proxy;
-    fastcgi_temp_path $TMP/fastcgi;
-    uwsgi_temp_path $TMP/uwsgi;
-    scgi_temp_path $TMP/scgi;
     upstream rr {
         # round robin (the default), no affinity, no keepalive pool
 CONF

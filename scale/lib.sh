@@ -137,3 +137,32 @@ start_nginx() {
     done
     die "nginx does not listen on 127.0.0.1:$port"
 }
+
+# tail_logs LINES FILE...: the last LINES lines of each non-empty FILE, on stderr (what a
+# failed lane shows of its servers).
+tail_logs() {
+    local n=$1 f
+    shift
+    for f in "$@"; do
+        [[ -s $f ]] || continue
+        printf -- '--- %s (last lines) ---\n' "${f#"${TMP:-}"/}" >&2
+        tail -n "$n" "$f" >&2
+    done
+}
+
+# nginx_head DIR: the start of an nginx.conf whose files all live in DIR, up to and
+# within `http {` (the caller adds its log format, upstreams and servers, and the `}`).
+nginx_head() {
+    cat <<CONF
+worker_processes 1;
+pid $1/nginx.pid;
+error_log $1/error.log notice;
+events { worker_connections 256; }
+http {
+    client_body_temp_path $1/client_body;
+    proxy_temp_path $1/proxy;
+    fastcgi_temp_path $1/fastcgi;
+    uwsgi_temp_path $1/uwsgi;
+    scgi_temp_path $1/scgi;
+CONF
+}
