@@ -261,12 +261,16 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
     let items = mirror::items(&shared.fwd, listing);
     let mut placed = Vec::new();
     let mut pending = Some(items);
-    // One update: the old set leaves and the new one arrives at once.
+    // One update: the old set leaves and the new one arrives at once. The front's lists
+    // are then put in name order: backends finish mounting (and come back) in any order,
+    // which differs between instances, and a list cursor is good only where the order
+    // is the same.
     let all = shared.front.update(|c| {
         remove(c, &old);
         for item in pending.take().into_iter().flatten() {
             add(c, item, &mut placed, &source);
         }
+        c.sort();
     });
     if let Err(e) = all {
         // One bad definition (an invalid schema, a bad name) must not keep the others
@@ -283,6 +287,7 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
                 if let Some(i) = item.take() {
                     add(c, i, &mut one, &source);
                 }
+                c.sort();
             });
             match r {
                 Ok(()) => placed.extend(one),

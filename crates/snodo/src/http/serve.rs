@@ -78,6 +78,10 @@ pub struct Server {
     tls: Option<conn::TlsAcceptor>,
     #[cfg(feature = "tls")]
     certificates: Option<super::tls::TlsCertificates>,
+    /// SIGHUP, listened for from the moment TLS is set (a SIGHUP's default action ends
+    /// the process: one sent between start-up and `run` must not).
+    #[cfg(all(feature = "tls", unix))]
+    hup: Option<tokio::signal::unix::Signal>,
     service: McpService,
     drain: Duration,
     routes: Arc<HashMap<String, RouteHandler>>,
@@ -152,6 +156,8 @@ impl Server {
             tls: None,
             #[cfg(feature = "tls")]
             certificates: None,
+            #[cfg(all(feature = "tls", unix))]
+            hup: None,
             service: McpService::with_config(runtime, config),
             drain: Duration::from_secs(10),
             routes: Arc::default(),
@@ -168,6 +174,12 @@ impl Server {
     pub fn tls(mut self, certificates: super::tls::TlsCertificates) -> Self {
         self.tls = Some(certificates.acceptor());
         self.certificates = Some(certificates);
+        // Inside a runtime (as after `bind`): SIGHUP is caught from now on, so one sent
+        // before `run` reloads instead of ending the process.
+        #[cfg(unix)]
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        }
         self
     }
 
@@ -299,12 +311,19 @@ impl Server {
     /// key on SIGHUP (a bad pair is logged and the old one kept).
     pub async fn run(self) -> Result<(), ServeError> {
         #[cfg(all(feature = "tls", unix))]
-        let _reloading = self
-            .certificates
-            .as_ref()
-            .map(super::tls::TlsCertificates::reload_on_sighup)
-            .transpose()?;
-        self.run_until(shutdown_signal()).await
+        let (this, _reloading) = {
+            let mut this = self;
+            let hup = this.hup.take();
+            let reloading = this
+                .certificates
+                .as_ref()
+                .map(|c| c.reload_on_sighup(hup))
+                .transpose()?;
+            (this, reloading)
+        };
+        #[cfg(not(all(feature = "tls", unix)))]
+        let this = self;
+        this.run_until(shutdown_signal()).await
     }
 }
 

@@ -141,10 +141,17 @@ impl TlsCertificates {
         Acceptor::from(Arc::new(config))
     }
 
-    /// Reloads on every SIGHUP until the returned guard is dropped, logging the outcome.
+    /// Reloads on every SIGHUP (`hup`, when it is already listened for) until the
+    /// returned guard is dropped, logging the outcome.
     #[cfg(unix)]
-    pub(crate) fn reload_on_sighup(&self) -> Result<ReloadTask, TlsError> {
-        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    pub(crate) fn reload_on_sighup(
+        &self,
+        hup: Option<tokio::signal::unix::Signal>,
+    ) -> Result<ReloadTask, TlsError> {
+        let mut hup = match hup {
+            Some(h) => h,
+            None => tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?,
+        };
         let certificates = self.clone();
         let task = tokio::spawn(async move {
             while hup.recv().await.is_some() {

@@ -186,4 +186,28 @@ impl Components {
         self.templates.retain(|t| t.template != template);
         before != self.templates.len()
     }
+
+    /// Orders every list canonically: tools and prompts by name, resources by URI,
+    /// templates by template. Lists are served in the order held here, and a list
+    /// cursor is good on every instance that holds the same components in the same
+    /// order; where components arrive in an order that differs between instances (a
+    /// composition front whose backends finish mounting in any order), this makes
+    /// that order the same everywhere.
+    ///
+    /// ```
+    /// use snodo::{NoArguments, Runtime, Tool};
+    /// let rt = Runtime::builder("s", "1").build().unwrap();
+    /// rt.update(|c| {
+    ///     c.add_tool(Tool::new("zeta").handler(|_: NoArguments| async { "z" }));
+    ///     c.add_tool(Tool::new("alpha").handler(|_: NoArguments| async { "a" }));
+    ///     c.sort();
+    /// }).unwrap();
+    /// ```
+    pub fn sort(&mut self) {
+        self.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self.prompts.sort_by(|a, b| a.name.cmp(&b.name));
+        self.resources
+            .sort_by(|a, b| a.info.uri().cmp(b.info.uri()));
+        self.templates.sort_by(|a, b| a.template.cmp(&b.template));
+    }
 }
