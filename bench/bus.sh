@@ -54,13 +54,7 @@ cleanup() {
     trap - EXIT
     trap '' INT TERM
     stop_started
-    if (( rc != 0 )); then
-        for f in "$TMP"/*/*.err; do
-            [[ -s $f ]] || continue
-            printf -- '--- %s (last lines) ---\n' "${f#"$TMP"/}" >&2
-            tail -n 10 "$f" >&2
-        done
-    fi
+    (( rc == 0 )) || tail_logs 10 "$TMP"/*/*.err
     [[ ${BENCH_KEEP_TMP:-} == 1 ]] && note "kept $TMP" || rm -rf "$TMP"
     exit "$rc"
 }

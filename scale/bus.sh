@@ -44,13 +44,7 @@ cleanup() {
     trap - EXIT
     trap '' INT TERM
     stop_started
-    if (( rc != 0 )); then
-        for f in "$TMP"/*/*.err "$TMP"/*/error.log; do
-            [[ -s $f ]] || continue
-            printf -- '--- %s (last lines) ---\n' "${f#"$TMP"/}" >&2
-            tail -n 15 "$f" >&2
-        done
-    fi
+    (( rc == 0 )) || tail_logs 15 "$TMP"/*/*.err "$TMP"/*/error.log
     [[ ${SCALE_KEEP_TMP:-} == 1 ]] && note "kept $TMP" || rm -rf "$TMP"
     exit "$rc"
 }
