@@ -71,34 +71,39 @@ impl Shared {
             None => None,
         };
         #[cfg(not(feature = "bus"))]
-        return Err(format!(
-            "--bus {url:?}: snodo was built without the `bus` feature"
-        ));
+        {
+            let _ = (instance, &args.bus_when_down, &args.bus_lane_token);
+            Err(format!(
+                "--bus {url:?}: snodo was built without the `bus` feature"
+            ))
+        }
         #[cfg(feature = "bus")]
-        let bus: Arc<dyn Bus> =
-            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                Arc::new(
-                    snodo_bus::PgBus::connect(url, snodo_bus::PgBusOptions::default())
-                        .await
-                        .map_err(|e| format!("--bus: {e}"))?,
-                )
-            } else if url.starts_with("redis://") || url.starts_with("rediss://") {
-                Arc::new(
-                    snodo_bus::RedisBus::connect(url, snodo_bus::RedisBusOptions::default())
-                        .await
-                        .map_err(|e| format!("--bus: {e}"))?,
-                )
-            } else {
-                return Err(format!("--bus {url:?}: expected postgres://… or redis://…"));
+        {
+            let bus: Arc<dyn Bus> =
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    Arc::new(
+                        snodo_bus::PgBus::connect(url, snodo_bus::PgBusOptions::default())
+                            .await
+                            .map_err(|e| format!("--bus: {e}"))?,
+                    )
+                } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+                    Arc::new(
+                        snodo_bus::RedisBus::connect(url, snodo_bus::RedisBusOptions::default())
+                            .await
+                            .map_err(|e| format!("--bus: {e}"))?,
+                    )
+                } else {
+                    return Err(format!("--bus {url:?}: expected postgres://… or redis://…"));
+                };
+            let when_down = match args.bus_when_down {
+                Fail::Open => WhenDown::Open,
+                Fail::Closed => WhenDown::Closed,
             };
-        let when_down = match args.bus_when_down {
-            Fail::Open => WhenDown::Open,
-            Fail::Closed => WhenDown::Closed,
-        };
-        Ok(Self {
-            bus: Some((bus, instance, when_down)),
-            lane_token: args.bus_lane_token.clone(),
-        })
+            Ok(Self {
+                bus: Some((bus, instance, when_down)),
+                lane_token: args.bus_lane_token.clone(),
+            })
+        }
     }
 
     /// The builder with the bus, if any.
