@@ -347,13 +347,10 @@ async fn a_flooding_stderr_is_forwarded_capped_with_the_backend_name() {
     assert!(long.len() < 4096 + 300, "{}", long.len());
 }
 
-/// Run by [`sigterm_of_the_gateway_leaves_no_process_behind`] in a process of its own:
+/// In a process of its own (this test binary again, with `SNODO_CHILD_GATEWAY` set):
 /// mounts a backend with a grandchild, then waits for SIGTERM and unmounts, as the
 /// gateway does.
-#[tokio::test]
-#[ignore = "run by sigterm_of_the_gateway_leaves_no_process_behind, in a process of its own"]
-async fn gateway_process() {
-    let file = std::env::var("SNODO_CHILD_GATEWAY").expect("run by the SIGTERM test");
+async fn gateway_process(file: String) {
     let mut term =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
     let src = kid("gc", "grandchild").env("GRANDCHILD_FILE", file);
@@ -363,31 +360,57 @@ async fn gateway_process() {
     drop(mounts);
 }
 
+/// The gateway process, killed if the test fails before it ends.
+struct Gateway(std::process::Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[tokio::test]
 async fn sigterm_of_the_gateway_leaves_no_process_behind() {
+    // The same test, run again in a process of its own: the gateway's role.
+    if let Ok(file) = std::env::var("SNODO_CHILD_GATEWAY") {
+        gateway_process(file).await;
+        return;
+    }
     let file = tmp("gateway-grandchild");
     let starts = tmp("gateway-starts");
-    let mut gw = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "gateway_process", "--ignored", "--nocapture"])
+    let gw = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "sigterm_of_the_gateway_leaves_no_process_behind",
+            "--nocapture",
+        ])
         .env("SNODO_CHILD_GATEWAY", &file)
         .env("STARTS_FILE", &starts)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let mut gw = Gateway(gw);
     let grandchild = wait_file(&file).await;
     let child = wait_file(&starts).await;
     assert!(alive(grandchild[0]) && alive(child[0]));
-    let pid = rustix::process::Pid::from_raw(i32::try_from(gw.id()).unwrap()).unwrap();
+    let pid = rustix::process::Pid::from_raw(i32::try_from(gw.0.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = tokio::task::spawn_blocking(move || gw.wait())
-        .await
-        .unwrap();
+    let status = tokio::task::spawn_blocking(move || {
+        let status = gw.0.wait();
+        (gw, status)
+    })
+    .await
+    .unwrap()
+    .1;
     // It ended (a hang would stop here); what it left behind is checked below.
     assert!(status.is_ok(), "{status:?}");
     assert!(
         gone(&[child[0], grandchild[0]]).await,
         "child {child:?} or grandchild {grandchild:?} outlived the gateway"
     );
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(&starts);
 }
 
 #[tokio::test]
