@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -145,16 +147,8 @@ async fn a_parked_call_leaves_the_connection_to_the_next_question() {
     let (front, _mount) = setup().await;
     // A 2026-07-28 caller's call is parked, waiting for its answer...
     let modern = caller(&front, "2026-07-28").await;
+    let round = support::first_round_of(&modern, "s_ask").await;
     let keep = snodo_client::CallOptions::default().keep_input_required();
-    let round = modern
-        .request_with(
-            "tools/call",
-            json!({"name": "s_ask", "arguments": {}}),
-            &keep,
-        )
-        .await
-        .unwrap();
-    assert_eq!(round["resultType"], "input_required", "{round}");
     // ...so the next question on that connection is the other call's.
     let legacy = caller(&front, "2025-06-18").await;
     assert_eq!(

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -165,16 +167,7 @@ async fn a_legacy_backend_server_request_reaches_the_front_caller_on_every_front
 /// The first round of `b_ask_twice` from `a`, kept as it is.
 async fn first_round(a: &Front) -> Value {
     let c = caller(a, "2026-07-28").await;
-    let keep = CallOptions::default().keep_input_required();
-    let r = c
-        .request_with(
-            "tools/call",
-            json!({"name": "b_ask_twice", "arguments": {}}),
-            &keep,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["resultType"], "input_required", "{r}");
+    let r = support::first_round_of(&c, "b_ask_twice").await;
     let asked: Vec<&Value> = r["inputRequests"].as_object().unwrap().values().collect();
     assert_eq!(asked.len(), 1, "{r}");
     assert_eq!(asked[0]["method"], "elicitation/create", "{r}");

@@ -163,3 +163,19 @@ pub async fn mount(
     let st = m.ready(Duration::from_secs(10)).await;
     (m, st)
 }
+
+/// Calls `tool` with no arguments, keeping a 2026-07-28 `input_required` answer as it
+/// is (not answered by the client's round driver), and checks that it is one.
+pub async fn first_round_of(c: &Client, tool: &str) -> serde_json::Value {
+    let keep = snodo_client::CallOptions::default().keep_input_required();
+    let r = c
+        .request_with(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": {}}),
+            &keep,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["resultType"], "input_required", "{r}");
+    r
+}
