@@ -5,10 +5,15 @@
 //
 //   node drive.mjs URL VERSION NS KIND [STEP...]
 //
-// KIND: everything | py | rmcp (what the backend mounted under NS serves). STEPS default
-// to all of: list call local read prompt progress cancel; `elicit` (everything only, not
-// by default) calls the backend's elicitation tool with the client answering the form:
-// a server request on an initialize-era front, an input_required round on 2026-07-28.
+// KIND: everything | py | rmcp | fs (what the backend mounted under NS serves; fs is
+// @modelcontextprotocol/server-filesystem serving $FS_ROOT, which holds note.txt).
+// STEPS default to all of: list call local read prompt progress cancel complete; `list`
+// expects local_echo too when `local` is a step (a front with a local tool, not the
+// gateway); `complete` asks completion/complete of a prompt argument and a resource
+// template variable (front names and URIs, the backend's values back); `elicit`
+// (everything only, not by default) calls the backend's elicitation tool with the
+// client answering the form: a server request on an initialize-era front, an
+// input_required round on 2026-07-28.
 // One line per check, "ok ..." or "FAIL ...", exit 1 on any failure.
 
 const [url, WANT, NS, KIND, ...only] = process.argv.slice(2);
@@ -47,7 +52,8 @@ async function connect() {
         await client.connect(new StreamableHTTPClientTransport(new URL(url)), REQ);
         return {
             client,
-            callTool: (p, o = {}) => client.callTool(p, { ...REQ, ...o })
+            callTool: (p, o = {}) => client.callTool(p, { ...REQ, ...o }),
+            complete: p => client.complete(p, REQ)
         };
     }
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -69,7 +75,11 @@ async function connect() {
     if (transport.protocolVersion && transport.protocolVersion !== WANT) {
         throw new Error(`negotiated ${transport.protocolVersion}, wanted ${WANT}`);
     }
-    return { client, callTool: (p, o = {}) => client.callTool(p, undefined, { ...REQ, ...o }) };
+    return {
+        client,
+        callTool: (p, o = {}) => client.callTool(p, undefined, { ...REQ, ...o }),
+        complete: p => client.complete(p, REQ)
+    };
 }
 
 const text = r => (r?.content ?? []).map(c => c.text ?? '').join('');
@@ -82,6 +92,12 @@ const SPEC = {
         prompt: ['args-prompt', { city: 'Paris' }, 'Paris'],
         progress: ['trigger-long-running-operation', { duration: 1, steps: 3 }, 3],
         slow: ['trigger-long-running-operation', { duration: 20, steps: 2 }],
+        // [ref kind, backend name or template, argument, value, context, values wanted]
+        complete: [
+            ['prompt', 'completable-prompt', 'department', 'S', undefined, ['Sales', 'Support']],
+            ['prompt', 'completable-prompt', 'name', '', { department: 'Engineering' }, ['Alice', 'Bob', 'Charlie']],
+            ['resource', 'demo://{NS}/resource/dynamic/text/{resourceId}', 'resourceId', '7', undefined, ['7']]
+        ],
         elicit: ['trigger-elicitation-request', {}, '- Name: Ada']
     },
     py: {
@@ -89,9 +105,14 @@ const SPEC = {
         read: ['note://{NS}/greeting', 'hello from Python'],
         prompt: ['greet', { who: 'Ada' }, 'Ada'],
         progress: ['count', { steps: 3, delay: 0.05 }, 3],
-        slow: ['count', { steps: 2, delay: 20 }]
+        slow: ['count', { steps: 2, delay: 20 }],
+        complete: [
+            ['prompt', 'greet', 'who', 'A', undefined, ['Ada', 'Alan']],
+            ['resource', 'note://{NS}/{name}', 'name', 'g', undefined, ['greeting', 'groceries']]
+        ]
     },
-    rmcp: { echo: ['echo', { text: 'hi' }, 'hi'] }
+    rmcp: { echo: ['echo', { text: 'hi' }, 'hi'] },
+    fs: { echo: ['read_text_file', { path: `${process.env.FS_ROOT}/note.txt` }, 'hello from a file'] }
 }[KIND];
 
 async function step(name, f) {
@@ -113,8 +134,9 @@ await step('list', async () => {
     const { tools } = await client.listTools(undefined, REQ);
     const names = tools.map(t => t.name);
     const mine = `${NS}_${SPEC.echo[0]}`;
-    if (!names.includes('local_echo') || !names.includes(mine)) throw new Error(`tools ${names.join(',')}`);
-    ok(`list: ${names.length} tools with local_echo and ${mine}`);
+    const local = want('local');
+    if ((local && !names.includes('local_echo')) || !names.includes(mine)) throw new Error(`tools ${names.join(',')}`);
+    ok(`list: ${names.length} tools with ${local ? 'local_echo and ' : ''}${mine}`);
 });
 await step('local', async () => {
     const r = await c.callTool({ name: 'local_echo', arguments: { text: 'x' } });
@@ -166,6 +188,24 @@ if (SPEC.read) {
         const r = await c.callTool({ name: `${NS}_${e}`, arguments: ea });
         if (!text(r).includes(et)) throw new Error(`after cancel: ${JSON.stringify(r)}`);
         ok(`cancel of ${NS}_${n} after ${ms} ms, the backend still answers`);
+    });
+}
+if (SPEC.complete) {
+    await step('complete', async () => {
+        for (const [kind, name, arg, value, context, values] of SPEC.complete) {
+            const ref =
+                kind === 'prompt'
+                    ? { type: 'ref/prompt', name: `${NS}_${name}` }
+                    : { type: 'ref/resource', uri: name.replace('{NS}', NS) };
+            const params = { ref, argument: { name: arg, value } };
+            if (context) params.context = { arguments: context };
+            const r = await c.complete(params);
+            const got = r?.completion?.values ?? [];
+            if (JSON.stringify(got) !== JSON.stringify(values)) {
+                throw new Error(`${JSON.stringify(ref)} ${arg}=${JSON.stringify(value)}: ${JSON.stringify(r)}`);
+            }
+            ok(`complete ${ref.name ?? ref.uri} ${arg}=${JSON.stringify(value)}${context ? ` (context ${JSON.stringify(context)})` : ''}: ${JSON.stringify(got)}`);
+        }
     });
 }
 if (SPEC.elicit && only.includes('elicit')) {

@@ -8,8 +8,10 @@ installed() { # the installed version of an npm package, or nothing
     "$NODE" -e 'try { process.stdout.write(require(process.argv[1] + "/package.json").version) } catch {}' \
         "$HERE/node_modules/$1" 2>/dev/null || true
 }
-npm_install() { # server-everything 2026.8.31 and the TypeScript clients, unless present
+npm_install() { # package.json's pins (servers, clients, the Inspector), unless present
     if [ "$(installed @modelcontextprotocol/server-everything)" != 2026.8.31 ] ||
+        [ "$(installed @modelcontextprotocol/server-filesystem)" != 2026.8.31 ] ||
+        [ "$(installed @modelcontextprotocol/inspector)" != 2.12.0 ] ||
         [ "$(installed @modelcontextprotocol/client)" != 2.4.0 ]; then
         echo "interop/compose: npm ci" >&2
         (cd "$HERE" && npm ci --ignore-scripts --no-audit --no-fund >&2) || die "npm ci failed"
