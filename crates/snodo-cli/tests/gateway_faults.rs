@@ -196,7 +196,10 @@ async fn misbehaving_children_get_errors_naming_them_and_the_others_serve() {
     let t0 = Instant::now();
     let err = call(&c, "junk_flood", json!({})).await.unwrap_err();
     assert!(err.contains("backend \"junk\" is unavailable"), "{err}");
-    assert!(err.contains("lines in a row that are not JSON-RPC"), "{err}");
+    assert!(
+        err.contains("lines in a row that are not JSON-RPC"),
+        "{err}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert_eq!(eventually(&c, "junk_echo").await, "back");
     assert!(pids_in(&d.join("junk.starts")).len() >= 2, "not restarted");
@@ -253,7 +256,11 @@ async fn misbehaving_children_get_errors_naming_them_and_the_others_serve() {
     let noise: Vec<&str> = text.lines().filter(|l| l.contains("noise")).collect();
     assert!(!noise.is_empty(), "nothing of loud's stderr forwarded");
     assert!(noise.len() < 1000, "{} of 100000 lines", noise.len());
-    assert!(noise.iter().all(|l| l.contains("backend=loud")), "{}", noise[0]);
+    assert!(
+        noise.iter().all(|l| l.contains("backend=loud")),
+        "{}",
+        noise[0]
+    );
     assert!(text.contains("lines dropped"), "no drop count in the log");
     c.close().await;
     sigterm_leaves_no_child(gw, d).await;
