@@ -299,3 +299,55 @@ impl Subscription {
             .message(&self.id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the notifications were before they were written by hand: JSON values
+    /// serialised by serde_json.
+    fn by_serde(method: &str, id: &RequestId, uri: Option<&str>) -> Value {
+        let mut params = json!({"_meta": { SUBSCRIPTION_ID: id }});
+        if let Some(uri) = uri {
+            params["uri"] = json!(uri);
+        }
+        json!({"jsonrpc": "2.0", "method": method, "params": params})
+    }
+
+    fn parse(b: &Bytes) -> Value {
+        serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {b:?}"))
+    }
+
+    #[test]
+    fn notifications_are_the_json_serde_would_write() {
+        let ids = [
+            RequestId::Number(7),
+            RequestId::String("l\"is\\ten\u{1}é".into()),
+        ];
+        for id in &ids {
+            let mut notes = Notes::new(id);
+            for (change, method) in [
+                (Change::ToolsListChanged, "notifications/tools/list_changed"),
+                (
+                    Change::PromptsListChanged,
+                    "notifications/prompts/list_changed",
+                ),
+                (
+                    Change::ResourcesListChanged,
+                    "notifications/resources/list_changed",
+                ),
+            ] {
+                let first = notes.message(&change);
+                assert_eq!(parse(&first), by_serde(method, id, None));
+                // Shared, not written again.
+                assert_eq!(notes.message(&change).as_ptr(), first.as_ptr());
+            }
+            let uri = "file:///a \"b\"\\c\n\u{7f}/ü";
+            let updated = notes.message(&Change::ResourceUpdated(uri.into()));
+            assert_eq!(
+                parse(&updated),
+                by_serde("notifications/resources/updated", id, Some(uri))
+            );
+        }
+    }
+}
