@@ -10,7 +10,7 @@
 #
 # Per bus: release `snodo fixture` servers on 127.0.0.1 (three sharing the bus; `memory` is
 # ONE server without a bus, the in-process baseline), a throwaway PostgreSQL or Redis
-# (scale/postgres.sh, scale/redis.sh), and one load process (bench/bus-load, raw sockets,
+# (scale/postgres.sh, scale/redis.sh), and one load process (bench/bus-load, raw sockets or h2,
 # release) that opens BENCH_STREAMS (10,000) `subscriptions/listen` streams round robin
 # over the servers and prints:
 #   - each server's RSS before and after, per open idle stream;
@@ -47,7 +47,7 @@ NAME=bus.sh
 
 [[ -x $SNODO ]] || die "$SNODO is missing: CARGO_INCREMENTAL=0 cargo build --release -p snodo-cli"
 if [[ ! -x $LOAD || $HERE/bus-load/src/main.rs -nt $LOAD || $HERE/bus-load/Cargo.toml -nt $LOAD ]]; then
-    note "building the load process (bench/bus-load, tokio only)"
+    note "building the load process (bench/bus-load: tokio and h2)"
     CARGO_INCREMENTAL=0 cargo build -q --release --manifest-path "$HERE/bus-load/Cargo.toml" \
         --target-dir "$TARGET/bus-load" || die "cannot build bench/bus-load"
 fi

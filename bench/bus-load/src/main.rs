@@ -502,10 +502,7 @@ fn cpus(a: &Args) -> [u64; 3] {
     ]
 }
 
-async fn fanout(
-    a: &Args,
-    rx: &mut mpsc::UnboundedReceiver<Instant>,
-) -> Res<(Vec<Duration>, f64)> {
+async fn fanout(a: &Args, rx: &mut mpsc::UnboundedReceiver<Instant>) -> Res<(Vec<Duration>, f64)> {
     let mut trigger = Caller::connect(a.addrs[0], &a.token).await?;
     let mut all = Vec::with_capacity(a.streams * a.rounds);
     let mut spent: Vec<[u64; 3]> = Vec::new();
@@ -596,9 +593,10 @@ async fn run(a: Args) -> Res<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let took = open_all(&a, &tx).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let how = a.h2.map_or("HTTP/1.1, one connection each".to_owned(), |per| {
-        format!("HTTP/2, {per} per connection")
-    });
+    let how =
+        a.h2.map_or("HTTP/1.1, one connection each".to_owned(), |per| {
+            format!("HTTP/2, {per} per connection")
+        });
     println!(
         "{}: {} listen streams ({how}) open over {} instances in {:.1} s",
         a.label,
@@ -638,8 +636,7 @@ async fn run(a: Args) -> Res<()> {
     println!(
         "summary|{}|{}|{:.0} / {:.0} / {:.0} ms|{cpu:.1} µs|{kib:.1} KiB",
         a.label,
-        a.h2
-            .map_or("HTTP/1.1".to_owned(), |per| format!("HTTP/2 ×{per}")),
+        a.h2.map_or("HTTP/1.1".to_owned(), |per| format!("HTTP/2 ×{per}")),
         quantile(&all, 0.5).as_secs_f64() * 1000.0,
         quantile(&all, 0.99).as_secs_f64() * 1000.0,
         quantile(&all, 1.0).as_secs_f64() * 1000.0,
