@@ -3,9 +3,14 @@
 #
 #   bash bench/bus.sh                 # memory postgres redis; BENCH_BUSES="redis" for one
 #
+# Each bus is run once per BENCH_HTTP mode ("1 2" by default; fresh servers each time):
+# `1`, HTTP/1.1 with one connection per stream; `2`, h2c with prior knowledge and
+# BENCH_PER_CONN (100) streams multiplexed on each connection. A table of every run
+# (fan-out latency, servers' CPU per stream per event, RSS per idle stream) ends the output.
+#
 # Per bus: release `snodo fixture` servers on 127.0.0.1 (three sharing the bus; `memory` is
 # ONE server without a bus, the in-process baseline), a throwaway PostgreSQL or Redis
-# (scale/postgres.sh, scale/redis.sh), and one load process (bench/bus-load, raw sockets,
+# (scale/postgres.sh, scale/redis.sh), and one load process (bench/bus-load, raw sockets or h2,
 # release) that opens BENCH_STREAMS (10,000) `subscriptions/listen` streams round robin
 # over the servers and prints:
 #   - each server's RSS before and after, per open idle stream;
@@ -34,13 +39,15 @@ STREAMS=${BENCH_STREAMS:-10000}
 ROUNDS=${BENCH_ROUNDS:-20}
 CALLS=${BENCH_CALLS:-2000}
 TIMEOUT=${BENCH_TIMEOUT:-300}
+MODES=${BENCH_HTTP:-1 2}
+PER_CONN=${BENCH_PER_CONN:-100}
 NAME=bus.sh
 # shellcheck source=scale/lib.sh
 . "$ROOT/scale/lib.sh"
 
 [[ -x $SNODO ]] || die "$SNODO is missing: CARGO_INCREMENTAL=0 cargo build --release -p snodo-cli"
-if [[ ! -x $LOAD || $HERE/bus-load/src/main.rs -nt $LOAD ]]; then
-    note "building the load process (bench/bus-load, tokio only)"
+if [[ ! -x $LOAD || $HERE/bus-load/src/main.rs -nt $LOAD || $HERE/bus-load/Cargo.toml -nt $LOAD ]]; then
+    note "building the load process (bench/bus-load: tokio and h2)"
     CARGO_INCREMENTAL=0 cargo build -q --release --manifest-path "$HERE/bus-load/Cargo.toml" \
         --target-dir "$TARGET/bus-load" || die "cannot build bench/bus-load"
 fi
@@ -76,8 +83,8 @@ start_server() { # DIR NAME ARGS... -> INSTANCE=host:port, SERVER_PID
     SERVER_PID=$pid
 }
 
-run_bus() { # memory|postgres|redis
-    local bus=$1 dir="$TMP/$1" url="" n addrs=() pids=() extra=()
+run_bus() { # memory|postgres|redis 1|2
+    local bus=$1 mode=$2 dir="$TMP/$1-h$2" url="" n addrs=() pids=() extra=()
     mkdir -p "$dir"
     if [[ $bus == memory ]]; then
         start_server "$dir" s1
@@ -92,12 +99,13 @@ run_bus() { # memory|postgres|redis
         done
         extra=(--limited bus_limited --bus-pid "$(cat "$dir/server/pid")")
     fi
-    note "$bus: servers ${addrs[*]} (pids ${pids[*]})${url:+, bus $url}"
+    [[ $mode == 2 ]] && extra+=(--http 2 --per-conn "$PER_CONN")
+    note "$bus, HTTP/$mode: servers ${addrs[*]} (pids ${pids[*]})${url:+, bus $url}"
     sleep 1 # the servers' RSS settles after start-up
     timeout --foreground -k 5 "$TIMEOUT" "$LOAD" --label "$bus" --streams "$STREAMS" \
         --rounds "$ROUNDS" --calls "$CALLS" \
         --addrs "$(IFS=,; echo "${addrs[*]}")" --pids "$(IFS=,; echo "${pids[*]}")" "${extra[@]}" \
-        || die "$bus: the load process failed (exit $?)"
+        | tee -a "$TMP/out" || die "$bus: the load process failed (exit $?)"
     for n in "${pids[@]}"; do alive "$n" || die "$bus: a server died during the run"; done
     stop_all
     [[ $bus == memory ]] || bash "$ROOT/scale/$bus.sh" stop "$dir/server" >/dev/null 2>&1
@@ -105,4 +113,9 @@ run_bus() { # memory|postgres|redis
 
 printf 'snodo bus benchmark: %s, %s streams, %s rounds, %s calls, %s cores\n' \
     "$("$SNODO" --version)" "$STREAMS" "$ROUNDS" "$CALLS" "$(nproc)"
-for bus in $BUSES; do run_bus "$bus"; done
+for bus in $BUSES; do
+    for mode in $MODES; do run_bus "$bus" "$mode"; done
+done
+printf '\n| bus | HTTP | publish → every stream: p50 / p99 / max | servers CPU per stream per event | RSS per idle stream |\n|---|---|---|---|---|\n'
+grep '^summary|' "$TMP/out" | sed 's/^summary//; s/$/|/'
+

@@ -1,6 +1,8 @@
 //! The load process of `bench/bus.sh` (issue 35, "At scale"): opens `--streams`
-//! `subscriptions/listen` streams spread round robin over `--addrs` (raw HTTP/1.1, one
-//! socket each), then
+//! `subscriptions/listen` streams spread round robin over `--addrs`, with `--http 1`
+//! (default: raw HTTP/1.1, one socket each) or `--http 2` (h2c with prior knowledge,
+//! `--per-conn` streams, default 100, multiplexed on each connection; the connections
+//! round robin over the addresses), then
 //!
 //! - **memory**: each server's RSS (`--pids`, from `/proc`) before and after, per open
 //!   idle stream;
@@ -43,6 +45,18 @@ struct Args {
     limited: Option<String>,
     token: String,
     label: String,
+    /// `None`: HTTP/1.1, one connection per stream; `Some(n)`: HTTP/2, n per connection.
+    h2: Option<usize>,
+}
+
+impl Args {
+    /// The index of the server stream `s` is held by.
+    fn server_of(&self, s: usize) -> usize {
+        match self.h2 {
+            None => s % self.addrs.len(),
+            Some(per) => (s / per) % self.addrs.len(),
+        }
+    }
 }
 
 fn args() -> Res<Args> {
@@ -95,7 +109,19 @@ fn args() -> Res<Args> {
         limited: get("limited"),
         token: get("token").unwrap_or_else(|| "lane".into()),
         label: get("label").unwrap_or_else(|| "bus".into()),
+        h2: match get("http").as_deref() {
+            None | Some("1") => None,
+            Some("2") => Some(num("per-conn", 100)?.max(1)),
+            Some(other) => return Err(format!("--http {other}: 1 or 2")),
+        },
     })
+}
+
+/// A JSON-RPC request of the modern revision.
+fn body(id: usize, method: &str, params: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    )
 }
 
 fn request(
@@ -106,9 +132,7 @@ fn request(
     params: &str,
     name: Option<&str>,
 ) -> String {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
-    );
+    let body = body(id, method, params);
     let name = name.map_or(String::new(), |n| format!("Mcp-Name: {n}\r\n"));
     format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: {method}\r\n{name}Authorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
@@ -153,26 +177,121 @@ async fn open(
         buf.extend_from_slice(&chunk[..n]);
     }
     tokio::spawn(async move {
-        // The tail of the previous read, in case a mark straddles two reads.
-        let mut carry: Vec<u8> = Vec::with_capacity(MARK.len() * 2 + 512);
+        let mut marks = Marks::default();
         let mut chunk = [0u8; 512];
         loop {
             let n = match s.read(&mut chunk).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
-            carry.extend_from_slice(&chunk[..n]);
-            let mut seen = 0;
-            while let Some(at) = find(&carry[seen..], MARK) {
-                seen += at + MARK.len();
-                if tx.send(Instant::now()).is_err() {
+            if !marks.feed(&chunk[..n], &tx) {
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Finds each delivery's mark in a stream's bytes, however the reads split it.
+#[derive(Default)]
+struct Marks {
+    /// The tail of the previous read, in case a mark straddles two reads.
+    carry: Vec<u8>,
+}
+
+impl Marks {
+    /// Sends the instant for each mark in `data`; false once nobody listens.
+    fn feed(&mut self, data: &[u8], tx: &mpsc::UnboundedSender<Instant>) -> bool {
+        self.carry.extend_from_slice(data);
+        let mut seen = 0;
+        while let Some(at) = find(&self.carry[seen..], MARK) {
+            seen += at + MARK.len();
+            if tx.send(Instant::now()).is_err() {
+                return false;
+            }
+        }
+        let keep = self.carry.len().saturating_sub(MARK.len() - 1).max(seen);
+        self.carry.drain(..keep);
+        true
+    }
+}
+
+/// Opens one h2c connection (prior knowledge) to `addr` and `ids` listen streams on it,
+/// each acknowledged before this returns; a task per stream then sends the instant of
+/// each delivery.
+async fn open_h2(
+    addr: SocketAddr,
+    token: &str,
+    ids: std::ops::Range<usize>,
+    tx: mpsc::UnboundedSender<Instant>,
+) -> Res<()> {
+    let first = ids.start;
+    let tcp = tokio::time::timeout(WAIT, TcpStream::connect(addr))
+        .await
+        .map_err(|_| format!("connection {first}: connect timed out"))?
+        .map_err(|e| format!("connection {first}: connect: {e}"))?;
+    let (client, connection) = tokio::time::timeout(WAIT, h2::client::handshake(tcp))
+        .await
+        .map_err(|_| format!("connection {first}: no HTTP/2 handshake within {WAIT:?}"))?
+        .map_err(|e| format!("connection {first}: HTTP/2 handshake: {e}"))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("bus-load: an HTTP/2 connection ended: {e}");
+        }
+    });
+    let mut pending = Vec::with_capacity(ids.len());
+    for id in ids {
+        let params = format!(r#""notifications":{{"resourceSubscriptions":["{URI}"]}}"#);
+        let body = body(id, "subscriptions/listen", &params);
+        let req = http::Request::post(format!("http://{addr}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", VERSION)
+            .header("mcp-method", "subscriptions/listen")
+            .header("authorization", format!("Bearer {token}"))
+            .body(())
+            .map_err(|e| format!("stream {id}: {e}"))?;
+        let mut client = tokio::time::timeout(WAIT, client.clone().ready())
+            .await
+            .map_err(|_| format!("stream {id}: no HTTP/2 stream free within {WAIT:?}"))?
+            .map_err(|e| format!("stream {id}: {e}"))?;
+        let (response, mut send) = client
+            .send_request(req, false)
+            .map_err(|e| format!("stream {id}: send: {e}"))?;
+        send.send_data(bytes::Bytes::from(body), true)
+            .map_err(|e| format!("stream {id}: send body: {e}"))?;
+        pending.push((id, response));
+    }
+    for (id, response) in pending {
+        let response = tokio::time::timeout(WAIT, response)
+            .await
+            .map_err(|_| format!("stream {id}: no response within {WAIT:?}"))?
+            .map_err(|e| format!("stream {id}: response: {e}"))?;
+        if response.status() != 200 {
+            return Err(format!("stream {id}: answered {}", response.status()));
+        }
+        let mut data = response.into_body();
+        let mut buf = Vec::with_capacity(512);
+        while find(&buf, b"acknowledged").is_none() {
+            let chunk = tokio::time::timeout(WAIT, data.data())
+                .await
+                .map_err(|_| format!("stream {id}: no acknowledgement within {WAIT:?}"))?
+                .ok_or_else(|| format!("stream {id}: ended before its acknowledgement"))?
+                .map_err(|e| format!("stream {id}: read: {e}"))?;
+            let _ = data.flow_control().release_capacity(chunk.len());
+            buf.extend_from_slice(&chunk);
+        }
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut marks = Marks::default();
+            while let Some(Ok(chunk)) = data.data().await {
+                let _ = data.flow_control().release_capacity(chunk.len());
+                if !marks.feed(&chunk, &tx) {
                     return;
                 }
             }
-            let keep = carry.len().saturating_sub(MARK.len() - 1).max(seen);
-            carry.drain(..keep);
-        }
-    });
+        });
+    }
     Ok(())
 }
 
@@ -334,12 +453,31 @@ async fn open_all(a: &Args, tx: &mpsc::UnboundedSender<Instant>) -> Res<Duration
     let started = Instant::now();
     let gate = Arc::new(Semaphore::new(128));
     let mut set = tokio::task::JoinSet::new();
+    if let Some(per) = a.h2 {
+        for (c, first) in (0..a.streams).step_by(per).enumerate() {
+            let permit = Arc::clone(&gate)
+                .acquire_owned()
+                .await
+                .map_err(|e| e.to_string())?;
+            let (addr, token, tx) = (a.addrs[c % a.addrs.len()], a.token.clone(), tx.clone());
+            let ids = first..(first + per).min(a.streams);
+            set.spawn(async move {
+                let r = open_h2(addr, &token, ids, tx).await;
+                drop(permit);
+                r
+            });
+        }
+        while let Some(done) = set.join_next().await {
+            done.map_err(|e| e.to_string())??;
+        }
+        return Ok(started.elapsed());
+    }
     for i in 0..a.streams {
         let permit = Arc::clone(&gate)
             .acquire_owned()
             .await
             .map_err(|e| e.to_string())?;
-        let (addr, token, tx) = (a.addrs[i % a.addrs.len()], a.token.clone(), tx.clone());
+        let (addr, token, tx) = (a.addrs[a.server_of(i)], a.token.clone(), tx.clone());
         set.spawn(async move {
             let r = open(addr, &token, i, tx).await;
             drop(permit);
@@ -364,7 +502,7 @@ fn cpus(a: &Args) -> [u64; 3] {
     ]
 }
 
-async fn fanout(a: &Args, rx: &mut mpsc::UnboundedReceiver<Instant>) -> Res<Vec<Duration>> {
+async fn fanout(a: &Args, rx: &mut mpsc::UnboundedReceiver<Instant>) -> Res<(Vec<Duration>, f64)> {
     let mut trigger = Caller::connect(a.addrs[0], &a.token).await?;
     let mut all = Vec::with_capacity(a.streams * a.rounds);
     let mut spent: Vec<[u64; 3]> = Vec::new();
@@ -417,7 +555,7 @@ async fn fanout(a: &Args, rx: &mut mpsc::UnboundedReceiver<Instant>) -> Res<Vec<
         servers * 1000.0 / a.streams as f64,
         load * 1000.0 / a.streams as f64,
     );
-    Ok(all)
+    Ok((all, servers * 1000.0 / a.streams as f64))
 }
 
 async fn cost(a: &Args, tool: &str) -> Res<(f64, f64, f64, String)> {
@@ -455,17 +593,22 @@ async fn run(a: Args) -> Res<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let took = open_all(&a, &tx).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let how =
+        a.h2.map_or("HTTP/1.1, one connection each".to_owned(), |per| {
+            format!("HTTP/2, {per} per connection")
+        });
     println!(
-        "{}: {} listen streams open over {} instances in {:.1} s",
+        "{}: {} listen streams ({how}) open over {} instances in {:.1} s",
         a.label,
         a.streams,
         a.addrs.len(),
         took.as_secs_f64()
     );
+    let mut per_stream = Vec::new();
     for (i, &pid) in a.pids.iter().enumerate() {
         let after = rss_kib(pid);
         let held = (0..a.streams)
-            .filter(|s| s % a.addrs.len() == i)
+            .filter(|&s| a.server_of(s) == i)
             .count()
             .max(1);
         println!(
@@ -476,8 +619,9 @@ async fn run(a: Args) -> Res<()> {
             after,
             after.saturating_sub(before[i]) as f64 / held as f64
         );
+        per_stream.push(after.saturating_sub(before[i]) as f64 / held as f64);
     }
-    let all = fanout(&a, &mut rx).await?;
+    let (all, cpu) = fanout(&a, &mut rx).await?;
     println!(
         "{}: publish on instance 1 -> delivery on every stream, {} streams x {} rounds: p50 {}, p99 {}, max {}",
         a.label,
@@ -486,6 +630,16 @@ async fn run(a: Args) -> Res<()> {
         ms(quantile(&all, 0.5)),
         ms(quantile(&all, 0.99)),
         ms(quantile(&all, 1.0))
+    );
+    // One line for bench/bus.sh's table.
+    let kib = per_stream.iter().sum::<f64>() / per_stream.len().max(1) as f64;
+    println!(
+        "summary|{}|{}|{:.0} / {:.0} / {:.0} ms|{cpu:.1} µs|{kib:.1} KiB",
+        a.label,
+        a.h2.map_or("HTTP/1.1".to_owned(), |per| format!("HTTP/2 ×{per}")),
+        quantile(&all, 0.5).as_secs_f64() * 1000.0,
+        quantile(&all, 0.99).as_secs_f64() * 1000.0,
+        quantile(&all, 1.0).as_secs_f64() * 1000.0,
     );
     if a.calls > 0 {
         let mut tools = vec!["test_simple_text".to_owned()];

@@ -149,6 +149,106 @@ async fn a_hundred_concurrent_calls_share_one_h2_connection() {
     }
 }
 
+/// Reads SSE data from `body` until a message whose text contains `mark`; that message.
+async fn next_event(
+    body: &mut hyper::body::Incoming,
+    buf: &mut Vec<u8>,
+    mark: &str,
+) -> serde_json::Value {
+    use http_body_util::BodyExt;
+    loop {
+        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = buf.drain(..end + 2).collect();
+            let text = String::from_utf8_lossy(&event).into_owned();
+            if let Some(data) = text.strip_prefix("data: ") {
+                if data.contains(mark) {
+                    return serde_json::from_str(data.trim_end()).unwrap();
+                }
+            }
+        }
+        let frame = tokio::time::timeout(WAIT, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no {mark:?} within {WAIT:?}"))
+            .expect("the stream ended")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+        }
+    }
+}
+
+/// Listen streams multiplexed on one HTTP/2 connection (issue 35 §4: how many streams
+/// share one connection's buffers): each is acknowledged, each hears a change tagged
+/// with its own id, and one the client resets gives its subscription slot back (the
+/// body that drives the subscription is dropped with the stream).
+#[tokio::test]
+async fn listen_streams_share_one_h2_connection() {
+    const N: usize = 8;
+    for t in [Transport::H2c, Transport::H2Tls] {
+        let rt = builder(&MODERN)
+            .list_changed(true)
+            .resource_subscriptions(true)
+            .build()
+            .unwrap();
+        let config = HttpConfig::default().max_listen_streams(N);
+        let s = Served::start(t, rt.clone(), config).await;
+        let c = s.connect().await;
+        let listen = |id: String| {
+            let r = R2026_07_28.request("subscriptions/listen").id(id).params(
+                json!({"notifications": {"resourceSubscriptions": ["test://static/readme"]}}),
+            );
+            c.post(&r.headers(), r.body())
+        };
+        let mut streams = Vec::new();
+        for i in 0..N {
+            let mut c = c.clone_h2();
+            let resp = c.open(listen(format!("l{i}"))).await;
+            assert_eq!(resp.status(), 200, "{t:?}");
+            assert_eq!(resp.version(), http::Version::HTTP_2);
+            let mut body = resp.into_body();
+            let mut buf = Vec::new();
+            next_event(&mut body, &mut buf, "acknowledged").await;
+            streams.push((i, body, buf));
+        }
+        // Full: one more is refused.
+        let refused = c.clone_h2().open(listen("over".into())).await;
+        assert_eq!(refused.status(), 503, "{t:?}");
+        // One reset by the client frees its slot.
+        drop(streams.remove(0));
+        let started = std::time::Instant::now();
+        let (body, buf) = loop {
+            let resp = c.clone_h2().open(listen("again".into())).await;
+            if resp.status() == 200 {
+                let mut body = resp.into_body();
+                let mut buf = Vec::new();
+                next_event(&mut body, &mut buf, "acknowledged").await;
+                break (body, buf);
+            }
+            assert!(
+                started.elapsed() < WAIT,
+                "{t:?}: the reset stream kept its slot"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        streams.push((usize::MAX, body, buf));
+        rt.notify_resource_updated("test://static/readme");
+        for (i, body, buf) in &mut streams {
+            let n = next_event(body, buf, "notifications/resources/updated").await;
+            let id = if *i == usize::MAX {
+                "again".to_owned()
+            } else {
+                format!("l{i}")
+            };
+            assert_eq!(
+                n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                id.as_str(),
+                "{t:?}"
+            );
+            assert_eq!(n["params"]["uri"], "test://static/readme");
+        }
+    }
+}
+
 /// A raw HTTP/2 connection that has exchanged SETTINGS.
 async fn raw_h2(s: &Served, settings: &[(u16, u32)]) -> Box<dyn table::Io> {
     let mut io = s.stream().await;

@@ -73,27 +73,72 @@ impl Filter {
         Value::Object(out)
     }
 
-    /// The notification for `change`, if this subscription asked for it.
-    fn message(&self, change: &Change, id: &RequestId) -> Option<Bytes> {
-        let meta = json!({ SUBSCRIPTION_ID: id });
-        let (method, params) = match change {
-            Change::ToolsListChanged if self.tools => {
-                ("notifications/tools/list_changed", json!({"_meta": meta}))
-            }
-            Change::PromptsListChanged if self.prompts => {
-                ("notifications/prompts/list_changed", json!({"_meta": meta}))
-            }
-            Change::ResourcesListChanged if self.resources => (
-                "notifications/resources/list_changed",
-                json!({"_meta": meta}),
-            ),
-            Change::ResourceUpdated(uri) if self.watched.iter().any(|w| **w == **uri) => (
-                "notifications/resources/updated",
-                json!({"_meta": meta, "uri": uri.as_ref()}),
-            ),
-            _ => return None,
+    /// Whether this subscription asked for `change`.
+    fn wants(&self, change: &Change) -> bool {
+        match change {
+            Change::ToolsListChanged => self.tools,
+            Change::PromptsListChanged => self.prompts,
+            Change::ResourcesListChanged => self.resources,
+            Change::ResourceUpdated(uri) => self.watched.iter().any(|w| **w == **uri),
+        }
+    }
+}
+
+/// A subscription's change notifications, written without building JSON values: the
+/// three list changes are serialised once, on first use, and shared after that (a clone
+/// of a [`Bytes`] is a reference count); a resource update is the subscription's
+/// serialised id and the URI written between fixed pieces (one buffer, one copy).
+#[derive(Debug)]
+struct Notes {
+    /// `{"io.modelcontextprotocol/subscriptionId":ID}`.
+    meta: Box<str>,
+    /// Tools, prompts, resources.
+    lists: [Option<Bytes>; 3],
+}
+
+impl Notes {
+    fn new(id: &RequestId) -> Self {
+        let meta = serde_json::to_string(&json!({ SUBSCRIPTION_ID: id })).unwrap_or_default();
+        Self {
+            meta: meta.into(),
+            lists: [None, None, None],
+        }
+    }
+
+    /// The notification for `change`.
+    fn message(&mut self, change: &Change) -> Bytes {
+        let (slot, method) = match change {
+            Change::ToolsListChanged => (0, "notifications/tools/list_changed"),
+            Change::PromptsListChanged => (1, "notifications/prompts/list_changed"),
+            Change::ResourcesListChanged => (2, "notifications/resources/list_changed"),
+            Change::ResourceUpdated(uri) => return self.updated(uri),
         };
-        Some(notification_message(method, &params))
+        let meta = &self.meta;
+        self.lists[slot]
+            .get_or_insert_with(|| {
+                let mut out = Vec::with_capacity(64 + method.len() + meta.len());
+                out.extend_from_slice(br#"{"jsonrpc":"2.0","method":""#);
+                out.extend_from_slice(method.as_bytes());
+                out.extend_from_slice(br#"","params":{"_meta":"#);
+                out.extend_from_slice(meta.as_bytes());
+                out.extend_from_slice(b"}}");
+                Bytes::from(out)
+            })
+            .clone()
+    }
+
+    /// `notifications/resources/updated` for `uri`.
+    fn updated(&self, uri: &str) -> Bytes {
+        const HEAD: &[u8] =
+            br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":"#;
+        let mut out = Vec::with_capacity(HEAD.len() + self.meta.len() + uri.len() + 16);
+        out.extend_from_slice(HEAD);
+        out.extend_from_slice(self.meta.as_bytes());
+        out.extend_from_slice(br#","uri":"#);
+        // A string always serialises.
+        let _ = serde_json::to_writer(&mut out, uri);
+        out.extend_from_slice(b"}}");
+        Bytes::from(out)
     }
 }
 
@@ -130,6 +175,7 @@ pub(crate) enum ListenStep {
 pub(crate) struct Subscription {
     id: RequestId,
     filter: Filter,
+    notes: Notes,
     changes: Feed,
     /// The acknowledgement's `notifications`, until it is sent (the accepted task ids
     /// are added then, after an owner-checked read).
@@ -173,6 +219,7 @@ impl Subscription {
         );
         let ack = filter.to_json();
         Ok(Self {
+            notes: Notes::new(&id),
             id,
             filter,
             changes,
@@ -214,11 +261,18 @@ impl Subscription {
                 () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
                 changed = self.tasks.next() => changed.iter().map(|t| task_message(t, &self.id)).collect(),
                 change = self.changes.recv() => match change {
-                    Some(Received::Item(change)) => self.filter.message(&change, &self.id).into_iter().collect(),
+                    Some(Received::Item(change)) => {
+                        if self.filter.wants(&change) {
+                            vec![self.notes.message(&change)]
+                        } else {
+                            Vec::new()
+                        }
+                    }
                     // Fell behind, or the bus was away: every watched list may have changed.
                     Some(Received::Lagged(_) | Received::Resync) => [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
                         .iter()
-                        .filter_map(|c| self.filter.message(c, &self.id))
+                        .filter(|c| self.filter.wants(c))
+                        .map(|c| self.notes.message(c))
                         .collect(),
                     None => return ListenStep::Gone,
                 },
@@ -243,5 +297,57 @@ impl Subscription {
                 ResultObject::from(fields),
             )
             .message(&self.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the notifications were before they were written by hand: JSON values
+    /// serialised by serde_json.
+    fn by_serde(method: &str, id: &RequestId, uri: Option<&str>) -> Value {
+        let mut params = json!({"_meta": { SUBSCRIPTION_ID: id }});
+        if let Some(uri) = uri {
+            params["uri"] = json!(uri);
+        }
+        json!({"jsonrpc": "2.0", "method": method, "params": params})
+    }
+
+    fn parse(b: &Bytes) -> Value {
+        serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {b:?}"))
+    }
+
+    #[test]
+    fn notifications_are_the_json_serde_would_write() {
+        let ids = [
+            RequestId::Number(7),
+            RequestId::String("l\"is\\ten\u{1}é".into()),
+        ];
+        for id in &ids {
+            let mut notes = Notes::new(id);
+            for (change, method) in [
+                (Change::ToolsListChanged, "notifications/tools/list_changed"),
+                (
+                    Change::PromptsListChanged,
+                    "notifications/prompts/list_changed",
+                ),
+                (
+                    Change::ResourcesListChanged,
+                    "notifications/resources/list_changed",
+                ),
+            ] {
+                let first = notes.message(&change);
+                assert_eq!(parse(&first), by_serde(method, id, None));
+                // Shared, not written again.
+                assert_eq!(notes.message(&change).as_ptr(), first.as_ptr());
+            }
+            let uri = "file:///a \"b\"\\c\n\u{7f}/ü";
+            let updated = notes.message(&Change::ResourceUpdated(uri.into()));
+            assert_eq!(
+                parse(&updated),
+                by_serde("notifications/resources/updated", id, Some(uri))
+            );
+        }
     }
 }

@@ -3,10 +3,13 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::fmt;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::Stream;
 use http_body::{Frame, SizeHint};
 use tokio::sync::mpsc;
 
@@ -23,6 +26,19 @@ enum Kind {
     /// their total length.
     Chunks(VecDeque<Bytes>, u64),
     Stream(mpsc::Receiver<Bytes>),
+    /// Framed chunks produced as the connection asks for them (a listen stream): no
+    /// task and no queue of its own.
+    Events(Events),
+}
+
+/// A stream of framed chunks polled by the connection itself. In a mutex only so that
+/// [`Body`] stays `Sync`; polling reaches it through `get_mut`, never locking.
+struct Events(Mutex<Pin<Box<dyn Stream<Item = Bytes> + Send>>>);
+
+impl fmt::Debug for Events {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Events")
+    }
 }
 
 impl Body {
@@ -57,6 +73,14 @@ impl Body {
             kind: Kind::Stream(rx),
         }
     }
+
+    /// A body of the chunks `events` yields, polled when the connection can write; it
+    /// ends when `events` does.
+    pub(crate) fn events(events: impl Stream<Item = Bytes> + Send + 'static) -> Self {
+        Self {
+            kind: Kind::Events(Events(Mutex::new(Box::pin(events)))),
+        }
+    }
 }
 
 impl http_body::Body for Body {
@@ -74,6 +98,16 @@ impl http_body::Body for Body {
                 Ok(Frame::data(b))
             })),
             Kind::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            Kind::Events(Events(events)) => {
+                // A panic while polling poisons nothing worth refusing: the stream is ours.
+                let events = events
+                    .get_mut()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                events
+                    .as_mut()
+                    .poll_next(cx)
+                    .map(|o| o.map(|b| Ok(Frame::data(b))))
+            }
         }
     }
 
@@ -81,7 +115,7 @@ impl http_body::Body for Body {
         match &self.kind {
             Kind::Full(b) => b.is_none(),
             Kind::Chunks(chunks, _) => chunks.is_empty(),
-            Kind::Stream(_) => false,
+            Kind::Stream(_) | Kind::Events(_) => false,
         }
     }
 
@@ -90,7 +124,7 @@ impl http_body::Body for Body {
             Kind::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Kind::Full(None) => SizeHint::with_exact(0),
             Kind::Chunks(_, len) => SizeHint::with_exact(*len),
-            Kind::Stream(_) => SizeHint::default(),
+            Kind::Stream(_) | Kind::Events(_) => SizeHint::default(),
         }
     }
 }

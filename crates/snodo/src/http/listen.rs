@@ -1,21 +1,27 @@
 //! `subscriptions/listen` over HTTP: a long-lived POST answered with an SSE stream that
 //! carries the engine's [`Subscription`] (acknowledgement, tagged change notifications,
 //! the final result at shutdown) with keep-alive comments in between.
+//!
+//! The response body drives the subscription itself: when a change arrives, the
+//! connection's own task wakes, frames the notification and writes it. No task and no
+//! queue per stream (issue 35 §4: at 10,000 streams, each of them was a wake-up and a
+//! kilobyte per stream); a client slow to read is not polled, and its subscription's
+//! bounded backlog tells it, when it catches up, that every watched list changed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use http::Response;
+use tokio::time::{Instant, Interval};
 
 use super::body::Body;
+use super::response;
 use super::service::Shared;
-use super::sse::{Gone, SseStream};
 use crate::caller::Principal;
-use crate::engine::{Failure, ListenStep, Subscription};
+use crate::engine::{Engine, Failure, ListenStep, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
-
-/// Queue depth of a listen stream's body.
-const STREAM_DEPTH: usize = 32;
 
 /// Answers a `subscriptions/listen` request.
 pub(crate) fn serve(
@@ -24,31 +30,71 @@ pub(crate) fn serve(
     call: &Call,
     principal: Option<&Principal>,
 ) -> Result<Response<Body>, Failure> {
-    let mut subscription = Subscription::open(&shared.engine, id, call, principal)?;
-    let (mut sse, response) = SseStream::open(STREAM_DEPTH, shared.config.keep_alive);
-    let engine = Arc::clone(&shared.engine);
-    tokio::spawn(async move {
-        loop {
-            let step = tokio::select! {
-                biased;
-                step = subscription.next(&engine) => step,
-                Gone = sse.idle() => return,
-            };
-            match step {
-                ListenStep::Messages(ms) => {
-                    for m in ms {
-                        if sse.send(m).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-                ListenStep::Closing(result) => {
-                    let _ = sse.send(result).await;
-                    return;
-                }
-                ListenStep::Gone => return,
-            }
-        }
+    let subscription = Subscription::open(&shared.engine, id, call, principal)?;
+    let state = State {
+        subscription,
+        engine: Arc::clone(&shared.engine),
+        ticker: ticker(shared.config.keep_alive),
+        done: false,
+    };
+    let events = futures_util::stream::unfold(state, |mut state| async move {
+        let chunk = state.next().await?;
+        Some((chunk, state))
     });
-    Ok(response)
+    Ok(response::event_stream(Body::events(events)))
+}
+
+/// Ticks every `keep_alive`, the first a whole period from now.
+fn ticker(keep_alive: Duration) -> Interval {
+    tokio::time::interval_at(
+        crate::engine::deadline(Instant::now(), keep_alive),
+        keep_alive,
+    )
+}
+
+/// What a listen stream's body holds.
+struct State {
+    subscription: Subscription,
+    engine: Arc<Engine>,
+    ticker: Interval,
+    /// The final result was sent: the body ends.
+    done: bool,
+}
+
+impl State {
+    /// The next chunk to write (every message of one step as SSE events in one buffer,
+    /// or a keep-alive comment), or `None` at the end.
+    async fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        let step = tokio::select! {
+            biased;
+            step = self.subscription.next(&self.engine) => step,
+            _ = self.ticker.tick() => return Some(response::sse_keepalive()),
+        };
+        match step {
+            ListenStep::Messages(ms) => Some(events(&ms)),
+            ListenStep::Closing(result) => {
+                self.done = true;
+                Some(events(std::slice::from_ref(&result)))
+            }
+            ListenStep::Gone => None,
+        }
+    }
+}
+
+/// `messages` as SSE events, one after the other in one buffer (one write).
+fn events(messages: &[Bytes]) -> Bytes {
+    if let [one] = messages {
+        return response::sse_frame(one);
+    }
+    let len = messages.iter().map(|m| m.len() + 8).sum();
+    let mut out = Vec::with_capacity(len);
+    for m in messages {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(m);
+        out.extend_from_slice(b"\n\n");
+    }
+    Bytes::from(out)
 }

@@ -266,6 +266,23 @@ impl Conn {
         (parts.version, reply)
     }
 
+    /// Sends `req` and returns the answer's head and its body unread (an SSE stream).
+    pub async fn open(
+        &mut self,
+        req: http::Request<Full<Bytes>>,
+    ) -> http::Response<hyper::body::Incoming> {
+        match &mut self.sender {
+            Sender::H1(s) => {
+                s.ready().await.unwrap();
+                s.send_request(req).await.unwrap()
+            }
+            Sender::H2(s) => {
+                s.ready().await.unwrap();
+                s.send_request(req).await.unwrap()
+            }
+        }
+    }
+
     /// Sends a testkit request.
     pub async fn request(&mut self, r: &Request) -> (http::Version, Reply) {
         let req = self.post(&r.headers(), r.body());
