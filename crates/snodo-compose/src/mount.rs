@@ -338,11 +338,13 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     shared.downs.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
                 }
-                let gone: Vec<String> = shared
+                let (templates, gone): (Vec<_>, Vec<_>) = shared
                     .installed
                     .lock()
-                    .map(|i| i.0.iter().map(|(_, n)| n.clone()).collect())
-                    .unwrap_or_default();
+                    .map(|i| i.0.clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .partition(|(k, _)| *k == Kind::Template);
                 uninstall(&shared);
                 if let Some(o) = shared.outages() {
                     let name = source.name();
@@ -350,7 +352,8 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                         SourceError::Down(m) if m.contains(name) => m.clone(),
                         e => format!("backend \"{name}\" is unavailable: {e}"),
                     };
-                    o.mark(shared.id, gone, &message);
+                    o.mark(shared.id, gone.into_iter().map(|(_, n)| n), &message);
+                    o.mark_templates(shared.id, templates.into_iter().map(|(_, n)| n), &message);
                 }
                 shared.status.send_replace(if source.restarting() {
                     Status::Restarting(e.to_string())
