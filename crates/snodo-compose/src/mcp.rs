@@ -19,6 +19,8 @@ use crate::pool::{Conn, Connect, Lease, Pool, PoolHealth, RestartPolicy};
 use crate::relay;
 use crate::source::{BoxFuture, Listing, Source, SourceError};
 
+mod task;
+
 /// Makes the two ends of a byte stream for [`McpSource::stream`] (called at every
 /// (re)connection).
 pub type StreamFactory = Arc<
@@ -522,6 +524,14 @@ impl Source for McpSource {
                 Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
             }
         })
+    }
+
+    fn call_task<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Value, SourceError>> {
+        Box::pin(self.run_task(params, ctx))
     }
 
     fn changes(&self) -> watch::Receiver<u64> {

@@ -108,6 +108,20 @@ pub trait Source: Send + Sync + 'static {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>>;
 
+    /// Answers a `tools/call` of a tool whose definition declares task support
+    /// (`execution.taskSupport` `"optional"` or `"required"`), with its final result:
+    /// the front serves such a tool as a task of its own (its store, its `tasks/*`),
+    /// and this is that task's work. An [`McpSource`](crate::McpSource) runs it as a
+    /// task of the backend when the backend offers tasks (created, watched, its result
+    /// fetched; the front's cancellation cancels it). The default: [`request`](Self::request).
+    fn call_task<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Value, SourceError>> {
+        self.request("tools/call", params, ctx)
+    }
+
     /// Bumped whenever the source's lists change: the mount lists again.
     fn changes(&self) -> watch::Receiver<u64>;
 
