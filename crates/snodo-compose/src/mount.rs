@@ -100,6 +100,8 @@ impl Shared {
 pub struct Mount {
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
+    /// The source's resource subscriptions for the front's listen streams.
+    follower: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Mount {
@@ -139,7 +141,16 @@ impl Mount {
             id: MOUNTS.fetch_add(1, Ordering::Relaxed),
         });
         let task = tokio::spawn(run(Arc::clone(&shared), options));
-        Self { shared, task }
+        let follower = tokio::spawn(crate::follow::follow(
+            front.clone(),
+            Arc::clone(&shared.fwd),
+            shared.status.subscribe(),
+        ));
+        Self {
+            shared,
+            task,
+            follower,
+        }
     }
 
     /// Where the mount stands now.
@@ -186,6 +197,7 @@ impl Mount {
 impl Drop for Mount {
     fn drop(&mut self) {
         self.task.abort();
+        self.follower.abort();
         uninstall(&self.shared);
         if let Some(o) = self.shared.outages() {
             o.clear(self.shared.id);
