@@ -2,7 +2,8 @@
 //! `@modelcontextprotocol/server-everything` (installed by `npm ci` in interop/compose,
 //! or SERVER_EVERYTHING=path/to/dist/index.js), unprefixed after `--` and namespaced
 //! with `--backend`, driven by snodo-client on every revision; SIGTERM stops the
-//! gateway and its children; `serve`'s OAuth, task-store and bus flags on the gateway.
+//! gateway and its children; `serve`'s OAuth, task-store and bus flags on the gateway; a
+//! 2026-07-28-only gateway relays resource updates and a backend's task tool.
 
 #![cfg(feature = "client")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use serde_json::json;
 use snodo_client::{Client, Protocol};
 
@@ -291,5 +293,57 @@ async fn the_serve_flags_work_on_the_gateway() {
     assert!(
         !out.status.success() && err.contains("postgres://"),
         "{err}"
+    );
+}
+
+/// A 2026-07-28-only gateway: a backend's resource update reaches a listen stream of
+/// the front, and a backend tool that requires a task (server-everything's
+/// `simulate-research-query`) answers a caller without the tasks extension in one call
+/// (the gateway's metrics wrapper passes both on to the mount's source).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_gateway_relays_resource_updates_and_backend_tasks() {
+    let Some(ev) = server_everything() else {
+        return;
+    };
+    let (_gw, url) = start(&[
+        "--protocols".into(),
+        "2026-07-28".into(),
+        "--backend".into(),
+        format!("ev=stdio:node {} stdio", ev.display()),
+    ]);
+    let c = Client::builder("gw-test", "1")
+        .connect_http(&url)
+        .await
+        .unwrap();
+    let r = c
+        .call_tool("ev_simulate-research-query", json!({"topic": "otters"}))
+        .await
+        .unwrap();
+    assert!(r.text().contains("Research Report: otters"), "{}", r.text());
+    let uri = "demo://ev/resource/dynamic/text/1".to_owned();
+    let subs = snodo_client::Subscriptions {
+        resource_subscriptions: vec![uri.clone()],
+        ..Default::default()
+    };
+    let mut events = c.listen(&subs).await.unwrap();
+    // The update is sent once the backend connection subscribed: toggled on until one
+    // arrives (each toggle sends at once, then every 5 s).
+    let mut got = None;
+    for _ in 0..10 {
+        c.call_tool("ev_toggle-subscriber-updates", json!({}))
+            .await
+            .unwrap();
+        if let Ok(e) = tokio::time::timeout(Duration::from_secs(1), events.next()).await {
+            got = Some(e);
+            break;
+        }
+        // Toggled off again: on at the next turn.
+        c.call_tool("ev_toggle-subscriber-updates", json!({}))
+            .await
+            .unwrap();
+    }
+    assert!(
+        matches!(&got, Some(Some(Ok(snodo_client::ServerEvent::ResourceUpdated(u)))) if *u == uri),
+        "{got:?}"
     );
 }

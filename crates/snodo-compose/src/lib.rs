@@ -46,6 +46,7 @@
 
 mod asking;
 mod child;
+mod follow;
 mod mcp;
 mod mirror;
 mod mount;

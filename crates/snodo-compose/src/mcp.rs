@@ -19,6 +19,9 @@ use crate::pool::{Conn, Connect, Lease, Pool, PoolHealth, RestartPolicy};
 use crate::relay;
 use crate::source::{BoxFuture, Listing, Source, SourceError};
 
+mod subscribe;
+mod task;
+
 /// Makes the two ends of a byte stream for [`McpSource::stream`] (called at every
 /// (re)connection).
 pub type StreamFactory = Arc<
@@ -68,6 +71,8 @@ pub struct McpSource {
     size: usize,
     policy: RestartPolicy,
     pool: OnceLock<Pool>,
+    /// A 2026-07-28 backend's listen stream per subscribed URI.
+    listens: subscribe::Listens,
 }
 
 /// What a connection is made from (shared with the pool's supervisors).
@@ -82,6 +87,8 @@ struct Config {
     changes: watch::Sender<u64>,
     /// The backend's calls in flight and parked (its questions go to their callers).
     asker: Arc<crate::asking::Asker>,
+    /// Resource updates from the backend (its URIs).
+    updates: tokio::sync::broadcast::Sender<String>,
 }
 
 impl std::fmt::Debug for McpSource {
@@ -106,10 +113,12 @@ impl McpSource {
                 timeout: None,
                 write_timeout: None,
                 changes: watch::channel(0).0,
+                updates: tokio::sync::broadcast::channel(subscribe::BACKLOG).0,
             },
             size: 1,
             policy: RestartPolicy::default(),
             pool: OnceLock::new(),
+            listens: subscribe::Listens::default(),
         }
     }
 
@@ -350,6 +359,7 @@ impl Config {
     /// The client builder of connection `conn`.
     fn builder(&self, conn: u64) -> ClientBuilder {
         let changes = self.changes.clone();
+        let updates = self.updates.clone();
         let name = self.name.clone();
         let log_name = self.name.clone();
         let mut b = Client::builder("snodo-compose", env!("CARGO_PKG_VERSION"))
@@ -358,6 +368,9 @@ impl Config {
             // Every level from the backend: the front request's own level filters them.
             .log_level("debug")
             .on_event(move |e| {
+                if let ServerEvent::ResourceUpdated(uri) = &e {
+                    let _ = updates.send(uri.clone());
+                }
                 if matches!(
                     e,
                     ServerEvent::ToolsChanged
@@ -522,6 +535,26 @@ impl Source for McpSource {
                 Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
             }
         })
+    }
+
+    fn call_task<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Value, SourceError>> {
+        Box::pin(self.run_task(params, ctx))
+    }
+
+    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        Box::pin(self.subscribe_to(uri))
+    }
+
+    fn unsubscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        Box::pin(self.unsubscribe_from(uri))
+    }
+
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.cfg.updates.subscribe())
     }
 
     fn changes(&self) -> watch::Receiver<u64> {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use snodo::tasks::TaskSupport;
 use snodo::{
     Annotations, CompletionRequest, HandlerError, Prompt, PromptArgument, PromptArguments,
     PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceTemplate,
@@ -44,7 +45,13 @@ impl Forward {
         params: Value,
         ctx: &RequestContext,
     ) -> Result<Value, HandlerError> {
-        match self.source.request(method, params, ctx).await {
+        self.answer(self.source.request(method, params, ctx).await, method)
+    }
+
+    /// A source's answer for the front: errors keep their codes, a down backend is
+    /// named (and the mount lists again).
+    fn answer(&self, r: Result<Value, SourceError>, method: &str) -> Result<Value, HandlerError> {
+        match r {
             Ok(v) => Ok(v),
             Err(SourceError::Rpc(e)) => Err(HandlerError::Protocol(e)),
             Err(SourceError::InputRequired(i)) => Err(HandlerError::InputRequired(i)),
@@ -85,13 +92,19 @@ impl Forward {
         backend: &str,
         args: Value,
         ctx: RequestContext,
+        task: bool,
     ) -> Result<ToolResult, HandlerError> {
         let mut p = Map::new();
         p.insert("name".into(), json!(backend));
         if !args.is_null() {
             p.insert("arguments".into(), args);
         }
-        let mut r = self.send("tools/call", Value::Object(p), &ctx).await?;
+        let p = Value::Object(p);
+        let mut r = if task {
+            self.answer(self.source.call_task(p, &ctx).await, "tools/call")?
+        } else {
+            self.send("tools/call", p, &ctx).await?
+        };
         self.map_content(r.get_mut("content"));
         serde_json::from_value(r).map_err(|e| self.unreadable("tool result", &e))
     }
@@ -165,6 +178,16 @@ impl Forward {
     }
 }
 
+/// Whether a backend tool definition declares task support (2025-11-25
+/// `execution.taskSupport`: `"optional"` or `"required"`).
+fn declares_task(def: &Value) -> bool {
+    matches!(
+        def.pointer("/execution/taskSupport")
+            .and_then(Value::as_str),
+        Some("optional" | "required")
+    )
+}
+
 fn tool(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
     let backend = str_of(def, "name")?.to_owned();
     let t = &fwd.transforms;
@@ -202,10 +225,16 @@ fn tool(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
     if let Some(p) = t.policy_of(&backend) {
         tool = p.apply(tool);
     }
+    // A backend task tool is a task at the front (for callers with the tasks
+    // extension; the others wait for its result, whatever the backend requires).
+    let task = declares_task(def);
+    if task {
+        tool = tool.task(TaskSupport::Optional);
+    }
     let f = Arc::clone(fwd);
     let tool = tool.raw_handler(move |args, ctx| {
         let (f, backend) = (Arc::clone(&f), backend.clone());
-        async move { f.call_tool(&backend, args, ctx).await }
+        async move { f.call_tool(&backend, args, ctx, task).await }
     });
     Some(Item::Tool(front, tool))
 }

@@ -100,6 +100,8 @@ impl Shared {
 pub struct Mount {
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
+    /// The source's resource subscriptions for the front's listen streams.
+    follower: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Mount {
@@ -139,7 +141,16 @@ impl Mount {
             id: MOUNTS.fetch_add(1, Ordering::Relaxed),
         });
         let task = tokio::spawn(run(Arc::clone(&shared), options));
-        Self { shared, task }
+        let follower = tokio::spawn(crate::follow::follow(
+            front.clone(),
+            Arc::clone(&shared.fwd),
+            shared.status.subscribe(),
+        ));
+        Self {
+            shared,
+            task,
+            follower,
+        }
     }
 
     /// Where the mount stands now.
@@ -186,6 +197,7 @@ impl Mount {
 impl Drop for Mount {
     fn drop(&mut self) {
         self.task.abort();
+        self.follower.abort();
         uninstall(&self.shared);
         if let Some(o) = self.shared.outages() {
             o.clear(self.shared.id);
@@ -338,11 +350,13 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     shared.downs.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
                 }
-                let gone: Vec<String> = shared
+                let (templates, gone): (Vec<_>, Vec<_>) = shared
                     .installed
                     .lock()
-                    .map(|i| i.0.iter().map(|(_, n)| n.clone()).collect())
-                    .unwrap_or_default();
+                    .map(|i| i.0.clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .partition(|(k, _)| *k == Kind::Template);
                 uninstall(&shared);
                 if let Some(o) = shared.outages() {
                     let name = source.name();
@@ -350,7 +364,8 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                         SourceError::Down(m) if m.contains(name) => m.clone(),
                         e => format!("backend \"{name}\" is unavailable: {e}"),
                     };
-                    o.mark(shared.id, gone, &message);
+                    o.mark(shared.id, gone.into_iter().map(|(_, n)| n), &message);
+                    o.mark_templates(shared.id, templates.into_iter().map(|(_, n)| n), &message);
                 }
                 shared.status.send_replace(if source.restarting() {
                     Status::Restarting(e.to_string())

@@ -5,15 +5,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use snodo::middleware::{Middleware, Next, Outcome, Request};
-use snodo::{HandlerError, RpcError};
+use snodo::{HandlerError, RpcError, UriTemplate};
 
-/// Front names (tools, prompts, fixed resource URIs) whose backend is down, and why.
+/// Front names (tools, prompts, resource URIs and templates) whose backend is down, and
+/// why.
 /// Install it on the front runtime with
 /// [`RuntimeBuilder::layer`](snodo::RuntimeBuilder::layer) and give it to each mount
 /// with [`Mount::report_outages`](crate::Mount::report_outages); while a mount's
 /// backend is down, a `tools/call`, `prompts/get` or `resources/read` of one of its
 /// components gets `-32603` `backend "NAME" is unavailable: …` (the components are
-/// still out of the lists). Cheap to clone: clones share the names.
+/// still out of the lists); a `resources/read` of a URI that one of its templates
+/// matches too. Cheap to clone: clones share the names.
 ///
 /// ```
 /// use snodo::Runtime;
@@ -26,6 +28,8 @@ use snodo::{HandlerError, RpcError};
 pub struct Outages {
     /// Front name → (the mount that took it out, the error to answer).
     names: Arc<Mutex<HashMap<String, (u64, String)>>>,
+    /// Front URI templates taken out: (the mount, the template, the error to answer).
+    templates: Arc<Mutex<Vec<(u64, UriTemplate, String)>>>,
 }
 
 impl Outages {
@@ -44,15 +48,45 @@ impl Outages {
         }
     }
 
+    /// The front URI templates `mount` took out, answered with `message` for the URIs
+    /// they match until it lists again.
+    pub(crate) fn mark_templates(
+        &self,
+        mount: u64,
+        templates: impl IntoIterator<Item = String>,
+        message: &str,
+    ) {
+        if let Ok(mut t) = self.templates.lock() {
+            for source in templates {
+                // The front accepted it when it was mounted: it parses.
+                if let Ok(parsed) = UriTemplate::parse(&source) {
+                    t.push((mount, parsed, message.to_owned()));
+                }
+            }
+        }
+    }
+
     /// Forgets the names of `mount` (it lists again, or it was unmounted).
     pub(crate) fn clear(&self, mount: u64) {
         if let Ok(mut m) = self.names.lock() {
             m.retain(|_, (by, _)| *by != mount);
         }
+        if let Ok(mut t) = self.templates.lock() {
+            t.retain(|(by, _, _)| *by != mount);
+        }
     }
 
-    fn message(&self, name: &str) -> Option<String> {
-        self.names.lock().ok()?.get(name).map(|(_, m)| m.clone())
+    fn message(&self, method: &str, name: &str) -> Option<String> {
+        if let Some((_, m)) = self.names.lock().ok()?.get(name) {
+            return Some(m.clone());
+        }
+        if method != "resources/read" {
+            return None;
+        }
+        let t = self.templates.lock().ok()?;
+        t.iter()
+            .find(|(_, t, _)| t.matches(name).is_some())
+            .map(|(_, _, m)| m.clone())
     }
 }
 
@@ -62,7 +96,10 @@ impl Middleware for Outages {
             request.method(),
             "tools/call" | "prompts/get" | "resources/read"
         ) {
-            if let Some(m) = request.target().and_then(|t| self.message(t)) {
+            if let Some(m) = request
+                .target()
+                .and_then(|t| self.message(request.method(), t))
+            {
                 return Err(HandlerError::Protocol(RpcError::internal(m)));
             }
         }

@@ -108,6 +108,43 @@ pub trait Source: Send + Sync + 'static {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>>;
 
+    /// Answers a `tools/call` of a tool whose definition declares task support
+    /// (`execution.taskSupport` `"optional"` or `"required"`), with its final result:
+    /// the front serves such a tool as a task of its own (its store, its `tasks/*`),
+    /// and this is that task's work. An [`McpSource`](crate::McpSource) runs it as a
+    /// task of the backend when the backend offers tasks (created, watched, its result
+    /// fetched; the front's cancellation cancels it). The default: [`request`](Self::request).
+    fn call_task<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Value, SourceError>> {
+        self.request("tools/call", params, ctx)
+    }
+
+    /// Asks the backend to report changes of the resource at backend URI `uri` on
+    /// [`resource_updates`](Self::resource_updates) (the front's listen streams watch
+    /// it). The mount calls it again after each listing (a new connection may have
+    /// forgotten it). The default: nothing.
+    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        let _ = uri;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Undoes [`subscribe`](Self::subscribe) (no front stream watches `uri` any more).
+    /// The default: nothing.
+    fn unsubscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        let _ = uri;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The backend URIs of resources that changed, as the backend reports them; the
+    /// mount announces them to the front's listen streams under the front's URIs.
+    /// The default: `None` (no updates; the mount subscribes to nothing).
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+
     /// Bumped whenever the source's lists change: the mount lists again.
     fn changes(&self) -> watch::Receiver<u64>;
 

@@ -34,17 +34,23 @@ impl Source for Flaky {
             }
             Ok(Listing {
                 tools: vec![json!({"name": "hello", "inputSchema": {"type": "object"}})],
+                templates: vec![json!({"uriTemplate": "demo://item/{id}", "name": "item"})],
                 ..Listing::default()
             })
         })
     }
     fn request<'a>(
         &'a self,
-        _: &'a str,
-        _: Value,
+        method: &'a str,
+        params: Value,
         _: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
-        Box::pin(async { Ok(json!({"content": [{"type": "text", "text": "hi"}]})) })
+        Box::pin(async move {
+            if method == "resources/read" {
+                return Ok(json!({"contents": [{"uri": params["uri"], "text": "item"}]}));
+            }
+            Ok(json!({"content": [{"type": "text", "text": "hi"}]}))
+        })
     }
     fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
@@ -59,6 +65,18 @@ async fn call(front: &Runtime) -> Result<String, String> {
     c.call_tool("f_hello", json!({}))
         .await
         .map(|r| r.text())
+        .map_err(|e| e.to_string())
+}
+
+/// Reads an item of the mounted template.
+async fn read(front: &Runtime) -> Result<String, String> {
+    let c = Client::builder("t", "1")
+        .connect_runtime(front.clone())
+        .await
+        .unwrap();
+    c.read_resource("demo://f/item/7")
+        .await
+        .map(|r| format!("{:?}", r.contents))
         .map_err(|e| e.to_string())
 }
 
@@ -102,6 +120,7 @@ async fn a_call_to_a_component_of_a_down_backend_names_the_backend() {
         ));
     }
     assert_eq!(call(&with).await, Ok("hi".into()));
+    assert!(read(&with).await.unwrap().contains("item"));
 
     up.store(false, Ordering::SeqCst);
     for m in [&m1, &m2] {
@@ -120,8 +139,16 @@ async fn a_call_to_a_component_of_a_down_backend_names_the_backend() {
         e.contains(&RpcError::internal("").code().0.to_string()),
         "{e}"
     );
+    // A URI of a template taken out names the backend too.
+    let e = read(&with).await.unwrap_err();
+    assert!(
+        e.contains("backend \"flaky\" is unavailable: connection refused"),
+        "{e}"
+    );
     let e = call(&without).await.unwrap_err();
     assert!(e.contains("Unknown tool"), "{e}");
+    let e = read(&without).await.unwrap_err();
+    assert!(!e.contains("flaky"), "{e}");
 
     up.store(true, Ordering::SeqCst);
     m1.refresh();
@@ -130,6 +157,7 @@ async fn a_call_to_a_component_of_a_down_backend_names_the_backend() {
         .await;
     assert!(matches!(st, Status::Up { .. }), "{st:?}");
     assert_eq!(call(&with).await, Ok("hi".into()));
+    assert!(read(&with).await.unwrap().contains("item"));
 
     // Unmounted: the name is nobody's, the front's own error again.
     up.store(false, Ordering::SeqCst);
@@ -139,4 +167,6 @@ async fn a_call_to_a_component_of_a_down_backend_names_the_backend() {
     drop(m1);
     let e = call(&with).await.unwrap_err();
     assert!(e.contains("Unknown tool"), "{e}");
+    let e = read(&with).await.unwrap_err();
+    assert!(!e.contains("flaky"), "{e}");
 }

@@ -105,6 +105,7 @@ pub use runtime::resource::{
     IntoResourceContents, ListRequest, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
 };
 pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
+pub use runtime::uri_template::UriTemplate;
 pub use runtime::{BuildError, DEFAULT_PAGE_SIZE, Runtime, RuntimeBuilder};
 
 /// `#[snodo::tool]`, `#[snodo::prompt]` and `#[snodo::resource]`: attribute macros that

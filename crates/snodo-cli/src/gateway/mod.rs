@@ -176,8 +176,16 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
     };
     // A call to a component of a backend that is down names the backend.
     let outages = snodo_compose::Outages::new();
+    let dialects = crate::dialects(&setup.protocols)?;
+    // A 2026-07-28-only front tells its listen streams about the backends' list changes
+    // and resource updates (initialize-era dialects cannot deliver them: refused).
+    let listens = dialects
+        .iter()
+        .all(|d| d.serves(snodo::protocol::Method::SubscriptionsListen));
     let mut builder = Runtime::builder("snodo-gateway", env!("CARGO_PKG_VERSION"))
-        .protocols(crate::dialects(&setup.protocols)?)
+        .protocols(dialects)
+        .list_changed(listens)
+        .resource_subscriptions(listens)
         .declare_all_kinds()
         .layer(outages.clone())
         .logging()

@@ -183,6 +183,34 @@ impl Drop for Call<'_> {
     }
 }
 
+impl Observed {
+    /// Runs one forwarded request, recorded when it ends (or dropped).
+    async fn record(
+        &self,
+        method: &str,
+        name: String,
+        request: BoxFuture<'_, Result<Value, SourceError>>,
+    ) -> Result<Value, SourceError> {
+        let mut call = Call {
+            of: self,
+            method: method_label(method),
+            name,
+            started: Instant::now(),
+            outcome: "cancelled",
+            code: None,
+        };
+        let r = request.await;
+        (call.outcome, call.code) = match &r {
+            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
+            Ok(_) => ("ok", None),
+            Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
+            Err(SourceError::Down(_)) => ("down", None),
+            Err(SourceError::InputRequired(_)) => ("input_required", None),
+        };
+        r
+    }
+}
+
 impl Source for Observed {
     fn name(&self) -> &str {
         self.inner.name()
@@ -198,25 +226,29 @@ impl Source for Observed {
         params: Value,
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
-        Box::pin(async move {
-            let mut call = Call {
-                of: self,
-                method: method_label(method),
-                name: target(&params),
-                started: Instant::now(),
-                outcome: "cancelled",
-                code: None,
-            };
-            let r = self.inner.request(method, params, ctx).await;
-            (call.outcome, call.code) = match &r {
-                Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
-                Ok(_) => ("ok", None),
-                Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
-                Err(SourceError::Down(_)) => ("down", None),
-                Err(SourceError::InputRequired(_)) => ("input_required", None),
-            };
-            r
-        })
+        let name = target(&params);
+        Box::pin(self.record(method, name, self.inner.request(method, params, ctx)))
+    }
+
+    fn call_task<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Value, SourceError>> {
+        let name = target(&params);
+        Box::pin(self.record("tools/call", name, self.inner.call_task(params, ctx)))
+    }
+
+    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        self.inner.subscribe(uri)
+    }
+
+    fn unsubscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        self.inner.unsubscribe(uri)
+    }
+
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.inner.resource_updates()
     }
 
     fn changes(&self) -> watch::Receiver<u64> {

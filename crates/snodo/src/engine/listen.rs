@@ -183,6 +183,8 @@ pub(crate) struct Subscription {
     /// The tasks this subscription watches (tasks extension).
     tasks: TaskWatch,
     dialect: &'static Dialect,
+    /// Its resource URIs, counted as watched while it is open.
+    _watching: crate::runtime::watched::Watching,
     _slot: Slot,
     /// The subscription's span, open as long as it is (parent from `_meta`).
     _span: tracing::Span,
@@ -218,6 +220,7 @@ impl Subscription {
             crate::tasks::owner(principal),
         );
         let ack = filter.to_json();
+        let watching = engine.runtime.watch_resources(&filter.watched);
         Ok(Self {
             notes: Notes::new(&id),
             id,
@@ -226,6 +229,7 @@ impl Subscription {
             ack: Some(ack),
             tasks,
             dialect: call.dialect,
+            _watching: watching,
             _slot: slot,
             _span: span,
         })

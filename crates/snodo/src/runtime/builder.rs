@@ -487,6 +487,7 @@ impl RuntimeBuilder {
                 catalogue: RwLock::new(Arc::new(catalogue)),
                 components: Mutex::new(self.components),
                 changes: tokio::sync::broadcast::channel(CHANGE_BACKLOG).0,
+                watched: tokio::sync::watch::channel(Default::default()).0,
                 page_size: self.page_size,
                 envelopes: super::envelopes::Envelopes::new(&self.caches),
                 capabilities,

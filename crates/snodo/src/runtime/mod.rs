@@ -21,6 +21,7 @@ pub(crate) mod resource;
 pub(crate) mod slots;
 pub(crate) mod tool;
 pub(crate) mod uri_template;
+pub(crate) mod watched;
 pub(crate) mod worker;
 
 mod builder;
@@ -109,6 +110,25 @@ impl Runtime {
     /// bus, on every instance of the deployment).
     pub fn notify_resource_updated(&self, uri: &str) {
         self.announce(events::Change::ResourceUpdated(uri.into()));
+    }
+
+    /// The resource URIs that this instance's open `subscriptions/listen` streams
+    /// watch (`resourceSubscriptions`, as the server accepted them), each with how
+    /// many streams watch it; it changes as streams open and close. A runtime that
+    /// serves another server's resources subscribes to these there and calls
+    /// [`notify_resource_updated`](Self::notify_resource_updated) when that server
+    /// reports a change (`snodo-compose` mounts do). Per instance: with a bus, each
+    /// instance subscribes for its own streams, and the updates reach every instance's.
+    #[must_use]
+    pub fn watched_resources(
+        &self,
+    ) -> tokio::sync::watch::Receiver<std::collections::BTreeMap<String, usize>> {
+        self.inner.watched.subscribe()
+    }
+
+    /// Counts `uris` as watched until the result is dropped (a listen stream).
+    pub(crate) fn watch_resources(&self, uris: &[String]) -> watched::Watching {
+        watched::Watching::new(&self.inner.watched, uris)
     }
 
     /// Delivers a change to the listen streams: this instance's, or through the bus
@@ -249,6 +269,8 @@ pub(crate) struct Inner {
     components: Mutex<components::Components>,
     /// Changes for `subscriptions/listen` streams.
     changes: tokio::sync::broadcast::Sender<events::Change>,
+    /// The resource URIs this instance's listen streams watch.
+    watched: tokio::sync::watch::Sender<watched::Counts>,
     page_size: usize,
     envelopes: envelopes::Envelopes,
     capabilities: Capabilities,
