@@ -13,7 +13,7 @@ use crate::mirror::{self, Forward, Item};
 use crate::outage::Outages;
 use crate::source::{Listing, Source, SourceError};
 use crate::transform::Transforms;
-use crate::visibility::Kind;
+use crate::visibility::{Gate, Kind, Visible};
 
 /// Where a mount stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,24 +198,30 @@ fn uninstall(shared: &Shared) {
     if old.is_empty() {
         return;
     }
+    // The components leave first, their visibility rules after: never a moment when
+    // a hidden component is served without its rule.
     if let Err(e) = shared.front.update(|c| remove(c, &old)) {
         tracing::error!(source = %shared.fwd.source.name(), error = %e, "could not unmount");
     }
+    clear_rules(shared, &old, &[]);
 }
 
-/// The names the mount placed, forgotten (and their visibility rules cleared).
+/// The names the mount placed, forgotten (their visibility rules still set).
 fn take_installed(shared: &Shared) -> Vec<(Kind, String)> {
-    let old = shared
+    shared
         .installed
         .lock()
         .map(|mut i| std::mem::take(&mut i.0))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Clears the visibility rules of `names` except those in `keep` (still served).
+fn clear_rules(shared: &Shared, names: &[(Kind, String)], keep: &[(Kind, String)]) {
     if let Some((gate, _)) = &shared.fwd.transforms.visibility {
-        for (k, n) in &old {
+        for (k, n) in names.iter().filter(|kn| !keep.contains(kn)) {
             gate.clear(*k, n);
         }
     }
-    old
 }
 
 fn remove(c: &mut snodo::Components, old: &[(Kind, String)]) {
@@ -229,8 +235,15 @@ fn remove(c: &mut snodo::Components, old: &[(Kind, String)]) {
     }
 }
 
-/// Adds one item unless a component of that name that is not the mount's exists.
-fn add(c: &mut snodo::Components, item: Item, placed: &mut Vec<(Kind, String)>, source: &str) {
+/// Adds one item unless a component of that name that is not the mount's exists; its
+/// visibility rule (if the mount has one) is set before the component is published.
+fn add(
+    c: &mut snodo::Components,
+    item: Item,
+    placed: &mut Vec<(Kind, String)>,
+    source: &str,
+    visibility: Option<&(Gate, Visible)>,
+) {
     let (kind, name) = match &item {
         Item::Tool(n, _) => (Kind::Tool, n.clone()),
         Item::Prompt(n, _) => (Kind::Prompt, n.clone()),
@@ -246,6 +259,9 @@ fn add(c: &mut snodo::Components, item: Item, placed: &mut Vec<(Kind, String)>, 
         tracing::warn!(source, component = %name, "name already served at the front: left out");
         return;
     }
+    if let Some((gate, rule)) = visibility {
+        gate.set(kind, &name, Arc::clone(rule));
+    }
     match item {
         Item::Tool(_, t) => c.add_tool(t),
         Item::Prompt(_, p) => c.add_prompt(p),
@@ -259,7 +275,10 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
     let old = take_installed(shared);
     let source = shared.fwd.source.name().to_owned();
     let items = mirror::items(&shared.fwd, listing);
+    let visibility = shared.fwd.transforms.visibility.as_ref();
     let mut placed = Vec::new();
+    // Every name given a rule (one that fails to be added keeps none).
+    let mut ruled = Vec::new();
     let mut pending = Some(items);
     // One update: the old set leaves and the new one arrives at once. The front's lists
     // are then put in name order: backends finish mounting (and come back) in any order,
@@ -268,7 +287,7 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
     let all = shared.front.update(|c| {
         remove(c, &old);
         for item in pending.take().into_iter().flatten() {
-            add(c, item, &mut placed, &source);
+            add(c, item, &mut placed, &source, visibility);
         }
         c.sort();
     });
@@ -276,7 +295,7 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
         // One bad definition (an invalid schema, a bad name) must not keep the others
         // out: add them one at a time.
         tracing::warn!(%source, error = %e, "mounting one component at a time");
-        placed.clear();
+        ruled.append(&mut placed);
         if let Err(e) = shared.front.update(|c| remove(c, &old)) {
             tracing::error!(%source, error = %e, "could not unmount");
         }
@@ -285,21 +304,23 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
             let mut item = Some(item);
             let r = shared.front.update(|c| {
                 if let Some(i) = item.take() {
-                    add(c, i, &mut one, &source);
+                    add(c, i, &mut one, &source, visibility);
                 }
                 c.sort();
             });
             match r {
                 Ok(()) => placed.extend(one),
-                Err(e) => tracing::warn!(%source, error = %e, "component left out"),
+                Err(e) => {
+                    ruled.extend(one);
+                    tracing::warn!(%source, error = %e, "component left out");
+                }
             }
         }
     }
-    if let Some((gate, rule)) = &shared.fwd.transforms.visibility {
-        for (k, n) in &placed {
-            gate.set(*k, n, Arc::clone(rule));
-        }
-    }
+    // The new names had their rules before they were served; the names that left
+    // lose theirs only now that they are gone.
+    ruled.extend(old);
+    clear_rules(shared, &ruled, &placed);
     let n = placed.len();
     if let Ok(mut installed) = shared.installed.lock() {
         installed.0 = placed;
