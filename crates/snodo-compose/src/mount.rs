@@ -415,7 +415,7 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     }
                 }
             }
-            backoff = (backoff * 2).min(options.max_backoff);
+            backoff = backoff.saturating_mul(2).min(options.max_backoff);
         }
     }
 }

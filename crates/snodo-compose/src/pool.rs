@@ -445,7 +445,7 @@ async fn supervise(s: Supervisor) {
             (s.on_change)();
         }
         tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(s.policy.max_backoff);
+        backoff = backoff.saturating_mul(2).min(s.policy.max_backoff);
     }
 }
 
