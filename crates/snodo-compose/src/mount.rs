@@ -253,7 +253,8 @@ fn add(
     let taken = match kind {
         Kind::Tool => c.has_tool(&name),
         Kind::Prompt => c.has_prompt(&name),
-        Kind::Resource | Kind::Template => false,
+        Kind::Resource => c.has_resource(&name),
+        Kind::Template => c.has_template(&name),
     };
     if taken {
         tracing::warn!(source, component = %name, "name already served at the front: left out");
