@@ -531,7 +531,18 @@ impl Source for McpSource {
     fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
         Box::pin(async move {
             let lease = self.lease().await?;
-            match lease.client.request("ping", Value::Null).await {
+            // A connection that answers no ping within a start's time is wedged (a
+            // child that reads but never answers): started again.
+            let limit = self.policy.start_timeout;
+            let Ok(pinged) =
+                tokio::time::timeout(limit, lease.client.request("ping", Value::Null)).await
+            else {
+                lease.broken().await;
+                return Err(self
+                    .cfg
+                    .down(&format!("no answer to ping within {limit:?}")));
+            };
+            match pinged {
                 Ok(_) => Ok(()),
                 // A server that does not know ping is there all the same.
                 Err(ClientError::Protocol(_)) => Ok(()),

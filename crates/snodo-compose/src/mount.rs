@@ -45,6 +45,9 @@ pub struct MountOptions {
     pub min_backoff: Duration,
     /// The longest wait between retries.
     pub max_backoff: Duration,
+    /// How long a listing or a check of the source may take (default 30 s): a
+    /// backend that does not answer in time is down (its components leave the lists).
+    pub check_timeout: Duration,
 }
 
 impl Default for MountOptions {
@@ -53,6 +56,7 @@ impl Default for MountOptions {
             health_interval: Duration::from_secs(5),
             min_backoff: Duration::from_millis(250),
             max_backoff: Duration::from_secs(5),
+            check_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -339,7 +343,13 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
     let mut _stand_in = None;
     loop {
         changes.borrow_and_update();
-        let up = match source.list().await {
+        let listed = match wedged.take() {
+            Some(e) => Err(e),
+            None => tokio::time::timeout(options.check_timeout, source.list())
+                .await
+                .unwrap_or_else(|_| Err(late("a listing"))),
+        };
+        let up = match listed {
             Ok(listing) => {
                 generation += 1;
                 let components = install(&shared, &listing);
@@ -360,17 +370,10 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     shared.downs.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
                 }
-                let gone: Vec<String> = shared
-                    .installed
-                    .lock()
-                    .map(|i| i.0.iter().map(|(_, n)| n.clone()).collect())
-                    .unwrap_or_default();
-                uninstall(&shared);
-                if let Some(o) = shared.outages() {
-                    let name = source.name();
-                    let message = match &e {
-                        SourceError::Down(m) if m.contains(name) => m.clone(),
-                        e => format!("backend \"{name}\" is unavailable: {e}"),
+                {
+                    // Under the lock a drop takes: nothing is marked after it cleared.
+                    let Ok(mut installed) = shared.installed.lock() else {
+                        return;
                     };
                     o.mark(shared.id, gone, &message);
                 }

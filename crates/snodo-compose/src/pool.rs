@@ -78,6 +78,9 @@ pub(crate) struct Conn {
     /// Which connection of the source this is (a backend's question that names no
     /// call goes to a call on the same connection only).
     pub(crate) id: u64,
+    /// A task listening to the backend for list changes (2026-07-28 backends): it
+    /// holds its own client and stream, so it is stopped when the connection goes.
+    pub(crate) listener: Option<tokio::task::AbortHandle>,
 }
 
 /// Makes one connection; the error names what failed.
