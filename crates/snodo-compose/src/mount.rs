@@ -61,9 +61,14 @@ impl Default for MountOptions {
     }
 }
 
-/// The names a mount put in the front catalogue.
+/// The names a mount put in the front catalogue, and whether it was dropped (then
+/// nothing is installed again: a listing that finishes on another worker after the
+/// drop must not put its components back). Held while the catalogue is changed.
 #[derive(Default)]
-struct Installed(Vec<(Kind, String)>);
+struct Installed {
+    names: Vec<(Kind, String)>,
+    dropped: bool,
+}
 
 struct Shared {
     front: Runtime,
@@ -190,15 +195,21 @@ impl Mount {
 impl Drop for Mount {
     fn drop(&mut self) {
         self.task.abort();
-        uninstall(&self.shared);
+        // The task may be inside `install` on another worker: the lock waits for it,
+        // and the flag keeps anything from being installed after.
+        let Ok(mut installed) = self.shared.installed.lock() else {
+            return;
+        };
+        installed.dropped = true;
+        uninstall(&self.shared, &mut installed);
         if let Some(o) = self.shared.outages() {
             o.clear(self.shared.id);
         }
     }
 }
 
-fn uninstall(shared: &Shared) {
-    let old = take_installed(shared);
+fn uninstall(shared: &Shared, installed: &mut Installed) {
+    let old = std::mem::take(&mut installed.names);
     if old.is_empty() {
         return;
     }
@@ -208,15 +219,6 @@ fn uninstall(shared: &Shared) {
         tracing::error!(source = %shared.fwd.source.name(), error = %e, "could not unmount");
     }
     clear_rules(shared, &old, &[]);
-}
-
-/// The names the mount placed, forgotten (their visibility rules still set).
-fn take_installed(shared: &Shared) -> Vec<(Kind, String)> {
-    shared
-        .installed
-        .lock()
-        .map(|mut i| std::mem::take(&mut i.0))
-        .unwrap_or_default()
 }
 
 /// Clears the visibility rules of `names` except those in `keep` (still served).
@@ -277,7 +279,13 @@ fn add(
 }
 
 fn install(shared: &Shared, listing: &Listing) -> usize {
-    let old = take_installed(shared);
+    let Ok(mut installed) = shared.installed.lock() else {
+        return 0;
+    };
+    if installed.dropped {
+        return 0;
+    }
+    let old = std::mem::take(&mut installed.names);
     let source = shared.fwd.source.name().to_owned();
     let items = mirror::items(&shared.fwd, listing);
     let visibility = shared.fwd.transforms.visibility.as_ref();
@@ -327,9 +335,7 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
     ruled.extend(old);
     clear_rules(shared, &ruled, &placed);
     let n = placed.len();
-    if let Ok(mut installed) = shared.installed.lock() {
-        installed.0 = placed;
-    }
+    installed.names = placed;
     n
 }
 
@@ -341,6 +347,15 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
     let mut generation = 0;
     // Keeps a stand-in for a source's change channel that closed.
     let mut _stand_in = None;
+    // A check that got no answer in time: the source is down without listing first.
+    let mut wedged = None;
+    let late = |what: &str| {
+        SourceError::Down(format!(
+            "backend \"{}\" is unavailable: no answer to {what} within {:?}",
+            source.name(),
+            options.check_timeout
+        ))
+    };
     loop {
         changes.borrow_and_update();
         let listed = match wedged.take() {
@@ -375,7 +390,20 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     let Ok(mut installed) = shared.installed.lock() else {
                         return;
                     };
-                    o.mark(shared.id, gone, &message);
+                    if installed.dropped {
+                        return;
+                    }
+                    let gone: Vec<String> =
+                        installed.names.iter().map(|(_, n)| n.clone()).collect();
+                    uninstall(&shared, &mut installed);
+                    if let Some(o) = shared.outages() {
+                        let name = source.name();
+                        let message = match &e {
+                            SourceError::Down(m) if m.contains(name) => m.clone(),
+                            e => format!("backend \"{name}\" is unavailable: {e}"),
+                        };
+                        o.mark(shared.id, gone, &message);
+                    }
                 }
                 shared.status.send_replace(if source.restarting() {
                     Status::Restarting(e.to_string())
@@ -400,8 +428,13 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     }
                     () = poke.notified() => break,
                     () = tokio::time::sleep(options.health_interval) => {
-                        if source.check().await.is_err() {
-                            break;
+                        match tokio::time::timeout(options.check_timeout, source.check()).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(_)) => break,
+                            Err(_) => {
+                                wedged = Some(late("a check"));
+                                break;
+                            }
                         }
                     }
                 }
