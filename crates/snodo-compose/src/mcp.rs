@@ -308,19 +308,22 @@ impl McpSource {
         self.the_pool().lease().await.map_err(|e| self.cfg.down(&e))
     }
 
-    /// Maps a client error; a broken connection is reported to its pool (started
-    /// again), and the error says why the child exited when it did.
+    /// Maps a client error. Only a broken connection (a transport failure, which a
+    /// child's exit is, or a session the server ended) is reported to its pool
+    /// (started again, failing the calls in flight on it), the error saying why the
+    /// child exited when it did; anything else (an HTTP status, a timeout, an
+    /// unexpected answer, a refused authorization) fails this call alone.
     async fn fail(&self, lease: &Lease, e: ClientError) -> SourceError {
         let name = &self.cfg.name;
         match e {
             ClientError::Protocol(e) => SourceError::Rpc(e),
-            ClientError::Timeout(_) | ClientError::TooManyRounds(_) | ClientError::NoHandler(_) => {
-                SourceError::Down(format!("backend \"{name}\": {e}"))
+            e @ (ClientError::Transport(_) | ClientError::SessionExpired) => {
+                match lease.broken().await {
+                    Some(exit) => self.cfg.down(&format!("{e} ({exit})")),
+                    None => self.cfg.down(&e.to_string()),
+                }
             }
-            e => match lease.broken().await {
-                Some(exit) => self.cfg.down(&format!("{e} ({exit})")),
-                None => self.cfg.down(&e.to_string()),
-            },
+            e => SourceError::Rpc(snodo::RpcError::internal(format!("backend \"{name}\": {e}"))),
         }
     }
 
