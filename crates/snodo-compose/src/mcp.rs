@@ -400,8 +400,9 @@ impl Config {
             client,
             child: None,
             id,
+            listener: None,
         };
-        let conn = match &self.target {
+        let mut conn = match &self.target {
             Target::Http(url) => b.connect_http(url).await.map(plain),
             Target::Runtime(rt) => b.connect_runtime(rt.clone()).await.map(plain),
             Target::Stream(f) => {
@@ -415,6 +416,7 @@ impl Config {
                         client,
                         child: Some(sp.guard),
                         id,
+                        listener: None,
                     }),
                     // Died during initialize: say how.
                     Err(e) => {
@@ -433,13 +435,14 @@ impl Config {
         let c = &conn.client;
         tracing::info!(source = %self.name, protocol = %c.protocol_version(), "backend connected");
         if c.server().stateless {
-            self.spawn_listener(c);
+            conn.listener = self.spawn_listener(c);
         }
         Ok(conn)
     }
 
-    /// 2026-07-28 backends announce list changes on `subscriptions/listen`.
-    fn spawn_listener(&self, c: &Client) {
+    /// 2026-07-28 backends announce list changes on `subscriptions/listen`: the
+    /// listening task, stopped with its connection.
+    fn spawn_listener(&self, c: &Client) -> Option<tokio::task::AbortHandle> {
         let (c, changes, name) = (c.clone(), self.changes.clone(), self.name.clone());
         let caps = c.server().capabilities;
         let wants = |k: &str| caps.pointer(&format!("/{k}/listChanged")) == Some(&json!(true));
@@ -450,9 +453,9 @@ impl Config {
             ..Subscriptions::default()
         };
         if !(subs.tools_list_changed || subs.prompts_list_changed || subs.resources_list_changed) {
-            return;
+            return None;
         }
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let Ok(mut events) = c.listen(&subs).await else {
                 return;
             };
@@ -470,6 +473,7 @@ impl Config {
                 }
             }
         });
+        Some(task.abort_handle())
     }
 }
 

@@ -486,7 +486,15 @@ async fn serve(s: &Supervisor, conn: Conn, again: bool) -> String {
             attempt: 0,
         },
     );
-    let Conn { client, child, .. } = conn;
+    let Conn {
+        client,
+        child,
+        listener,
+        ..
+    } = conn;
+    if let Some(l) = listener {
+        l.abort();
+    }
     drop(child);
     tokio::spawn(async move { client.close().await });
     why
