@@ -45,6 +45,8 @@ pub(crate) enum Event {
 /// backend request (which the client turns into the backend's cancellation).
 pub(crate) struct Flight {
     key: u64,
+    /// The connection the backend request runs on ([`Conn::id`](crate::pool::Conn)).
+    pub(crate) conn: u64,
     owner: Weak<Asker>,
     pub(crate) events: mpsc::Receiver<Event>,
     pub(crate) done: JoinHandle<Result<Value, snodo_client::ClientError>>,
@@ -175,6 +177,7 @@ impl Asker {
         let done = tokio::spawn(call);
         Flight {
             key,
+            conn,
             owner: Arc::downgrade(self),
             events,
             done,

@@ -523,9 +523,11 @@ impl Source for McpSource {
                 Err(relay::Stop::Source(e)) => Err(e),
                 // The front gave up: the backend request was abandoned, the connection
                 // is fine.
-                Err(_) if ctx.is_cancelled() => Err(SourceError::Rpc(snodo::RpcError::internal(
+                Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(snodo::RpcError::internal(
                     "the request was cancelled",
                 ))),
+                // The held connection is not the one that failed: left alone.
+                Err(relay::Stop::Elsewhere(e)) => Err(self.cfg.down(&e.to_string())),
                 Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
             }
         })

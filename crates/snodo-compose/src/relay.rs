@@ -32,8 +32,14 @@ const MAX_ROUNDS: u64 = 32;
 
 /// Why a relayed call stopped without a result.
 pub(crate) enum Stop {
-    /// The backend connection failed (or the front cancelled).
+    /// The backend request failed on the connection the call holds.
     Client(ClientError),
+    /// A parked backend request, resumed, failed on a connection the call does not
+    /// hold (one that was started again since): not the held one's failure.
+    Elsewhere(ClientError),
+    /// The front request was cancelled: the backend request was abandoned, the
+    /// connection is fine.
+    Cancelled,
     /// An answer for the front: an error, or a round of questions.
     Source(SourceError),
 }
@@ -218,7 +224,7 @@ pub(crate) async fn call(
             biased;
             // Dropping the flight abandons the backend request (its cancellation).
             () = ctx.cancellation().cancelled() => {
-                return Err(Stop::Client(ClientError::Transport("the front request was cancelled".into())));
+                return Err(Stop::Cancelled);
             }
             Some(ev) = flight.events.recv() => match ev {
                 Event::Ask(m, p, reply) => {
@@ -276,10 +282,12 @@ pub(crate) async fn call(
                         }
                     }
                 }
+                // A resumed parked call may run on a connection replaced since.
+                let failed = |e| if flight.conn == conn { Stop::Client(e) } else { Stop::Elsewhere(e) };
                 let v = match r {
                     Ok(Ok(v)) => v,
-                    Ok(Err(e)) => return Err(Stop::Client(e)),
-                    Err(e) => return Err(Stop::Client(ClientError::Transport(e.to_string()))),
+                    Ok(Err(e)) => return Err(failed(e)),
+                    Err(e) => return Err(failed(ClientError::Transport(e.to_string()))),
                 };
                 if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
                     return Ok(v);

@@ -211,6 +211,8 @@ impl Source for Observed {
             (call.outcome, call.code) = match &r {
                 Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
                 Ok(_) => ("ok", None),
+                // The front request was cancelled and the backend request abandoned.
+                Err(_) if ctx.is_cancelled() => ("cancelled", None),
                 Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
                 Err(SourceError::Down(_)) => ("down", None),
                 Err(SourceError::InputRequired(_)) => ("input_required", None),
