@@ -140,6 +140,7 @@ impl Mount {
                 source,
                 transforms,
                 poke: Arc::new(Notify::new()),
+                limits: std::sync::Mutex::default(),
             }),
             status: watch::channel(Status::Connecting).0,
             installed: std::sync::Mutex::new(Installed::default()),

@@ -266,3 +266,43 @@ async fn a_hidden_component_stays_hidden_while_its_mount_lists_again() {
     }
     assert!(m.status() != Status::Connecting);
 }
+
+#[tokio::test]
+async fn a_tools_limits_keep_their_state_across_listings() {
+    let front = front().build().unwrap();
+    let source = Fake {
+        listing: one_tool(),
+        ..Fake::default()
+    };
+    let changes = source.changes.clone();
+    let once_a_minute = snodo_compose::ToolPolicy {
+        rate_limit: Some(snodo::RateLimit::per_principal(1, Duration::from_secs(60))),
+        ..snodo_compose::ToolPolicy::default()
+    };
+    let m = Mount::with_options(
+        &front,
+        Arc::new(source),
+        Transforms::new().policy("*", once_a_minute),
+        quick(),
+    );
+    assert!(matches!(
+        m.ready(Duration::from_secs(5)).await,
+        Status::Up { generation: 1, .. }
+    ));
+    let c = Client::builder("t", "1")
+        .connect_runtime(front.clone())
+        .await
+        .unwrap();
+    let first = c.call_tool("hello", json!({})).await.unwrap();
+    assert!(!first.is_error, "{first:?}");
+    changes.send_modify(|n| *n += 1);
+    let status = m
+        .wait_for(Duration::from_secs(5), |s| {
+            matches!(s, Status::Up { generation: 2, .. })
+        })
+        .await;
+    assert!(matches!(status, Status::Up { generation: 2, .. }));
+    // The budget spent before the re-list is still spent.
+    let second = c.call_tool("hello", json!({})).await.unwrap();
+    assert!(second.is_error, "a re-list gave the budget back: {second:?}");
+}
