@@ -45,7 +45,7 @@ pub(crate) struct ChildGuard {
 }
 
 impl ChildGuard {
-    /// Why the child exited, once it has (`exited with status 1; stderr: …`).
+    /// Why the child exited, once it has (`the child exited with status 1`).
     pub(crate) async fn exited(&self) -> String {
         let mut rx = self.exited.clone();
         match rx.wait_for(Option::is_some).await {
@@ -90,22 +90,17 @@ fn signal_group(pid: u32, sig: rustix::process::Signal) {
     }
 }
 
-fn describe(status: std::io::Result<ExitStatus>, last: &Mutex<String>) -> String {
-    let mut why = match status {
+/// Why the child exited, for callers' errors and health reports: its status only (its
+/// stderr, which may carry anything, goes to the log alone).
+fn describe(status: std::io::Result<ExitStatus>) -> String {
+    match status {
         Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
             (Some(c), _) => format!("the child exited with status {c}"),
             (None, Some(sig)) => format!("the child was killed by signal {sig}"),
             _ => format!("the child exited ({s})"),
         },
         Err(e) => format!("the child could not be waited for: {e}"),
-    };
-    if let Ok(l) = last.lock() {
-        if !l.is_empty() {
-            why.push_str("; its last stderr line: ");
-            why.push_str(&l);
-        }
     }
-    why
 }
 
 /// Starts `cmd` in a new process group with piped stdio; `backend` names it in the log.
@@ -152,8 +147,9 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
                 }
                 // The stderr forwarder may hold the last line a moment longer.
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                let why = describe(status, &last);
-                tracing::warn!(backend = %name, pid, reason = %why, "backend child exited");
+                let why = describe(status);
+                let last = last.lock().map(|l| l.clone()).unwrap_or_default();
+                tracing::warn!(backend = %name, pid, reason = %why, last_stderr = %last, "backend child exited");
                 exit_tx.send_replace(Some(why));
             }
             _ = stop_rx => {

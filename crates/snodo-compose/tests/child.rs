@@ -111,7 +111,8 @@ async fn a_child_that_exits_mid_call_fails_its_calls_at_once_and_comes_back() {
     let err = call(&c, "kid_die", json!({})).await.unwrap_err();
     assert!(err.contains("backend \"kid\" is unavailable"), "{err}");
     assert!(err.contains("status 3"), "{err}");
-    assert!(err.contains("dying on request"), "{err}");
+    // The child's stderr goes to the log, not to callers.
+    assert!(!err.contains("dying on request"), "{err}");
     let err = tokio::time::timeout(Duration::from_secs(3), slow)
         .await
         .expect("the call in flight waited")
@@ -182,7 +183,7 @@ async fn a_child_that_dies_during_initialize_is_reported_and_the_others_serve() 
     };
     assert!(why.contains("backend \"bad\" is unavailable"), "{why}");
     assert!(why.contains("status 2"), "{why}");
-    assert!(why.contains("fatal: no configuration found"), "{why}");
+    assert!(!why.contains("fatal: no configuration found"), "{why}");
     let c = support::client(&front, "2025-06-18").await;
     assert_eq!(
         call(&c, "good_echo", json!({"text": "x"})).await.unwrap(),
