@@ -244,7 +244,7 @@ pub(crate) async fn call(
                             let _ = reply.send(Ok(a.remove(&key).unwrap_or(Value::Null)));
                         }
                         Err(HandlerError::InputRequired(i)) => {
-                            let id = asker.park(Parked { flight, reply }).map_err(|p| {
+                            let id = asker.park(Parked { flight, reply, who: ctx.principal().map(|p| p.id().to_owned()) }).map_err(|p| {
                                 let _ = p.reply.send(Err(RpcError::internal("too many parked calls")));
                                 RpcError::internal("the proxy has too many calls waiting for answers")
                             })?;
