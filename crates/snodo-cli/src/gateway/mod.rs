@@ -34,6 +34,9 @@ const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 const DEFAULT_PROTOCOLS: &str = "2026-07-28,2025-11-25,2025-06-18,2025-03-26";
 /// How long to wait for the backends' first listings by default.
 const DEFAULT_READY_SECS: u64 = 30;
+/// How long shutdown waits for the backends' children to be reaped (their 1 s grace
+/// between SIGTERM and SIGKILL, and then some).
+const REAP_LIMIT: Duration = Duration::from_secs(5);
 
 /// The arguments of `snodo gateway`.
 #[derive(clap::Args, Debug)]
