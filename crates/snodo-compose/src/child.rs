@@ -29,6 +29,39 @@ pub(crate) struct ChildCommand {
     pub(crate) cwd: Option<PathBuf>,
 }
 
+/// A source's child processes not reaped yet: each one counted from its start until
+/// its exit has been waited for (after a `SIGTERM` and the grace period, the `SIGKILL`
+/// of its whole group). See [`McpSource::reaped`](crate::McpSource::reaped).
+#[derive(Clone, Debug, Default)]
+pub struct Reaped(Arc<watch::Sender<usize>>);
+
+impl Reaped {
+    /// Waits (at most `limit`) until every child of the source started so far is
+    /// reaped; whether they all are.
+    pub async fn wait(&self, limit: Duration) -> bool {
+        let mut rx = self.0.subscribe();
+        matches!(
+            tokio::time::timeout(limit, rx.wait_for(|n| *n == 0)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Counts one child until the guard drops.
+    fn hold(&self) -> Live {
+        self.0.send_modify(|n| *n += 1);
+        Live(self.clone())
+    }
+}
+
+/// One child counted in [`Reaped`].
+struct Live(Reaped);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 /// A started child: its pipes, its guard, and why it exited (once it has).
 pub(crate) struct Spawned {
     pub(crate) stdin: ChildStdin,
@@ -104,7 +137,11 @@ fn describe(status: std::io::Result<ExitStatus>) -> String {
 }
 
 /// Starts `cmd` in a new process group with piped stdio; `backend` names it in the log.
-pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawned> {
+pub(crate) fn spawn(
+    backend: &str,
+    cmd: &ChildCommand,
+    reaped: &Reaped,
+) -> std::io::Result<Spawned> {
     let mut c = Command::new(&cmd.program);
     c.args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
@@ -123,6 +160,8 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
         std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", cmd.program))
     })?;
     let pid = child.id();
+    // Counted until its exit is waited for (the watcher's end).
+    let live = reaped.hold();
     let missing = |what| std::io::Error::other(format!("the child has no {what}"));
     let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
     let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
@@ -139,6 +178,7 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let name = backend.to_owned();
     tokio::spawn(async move {
+        let _live = live;
         tokio::select! {
             status = child.wait() => {
                 // The child's own children go with it (and its stdout closes).

@@ -82,6 +82,8 @@ struct Config {
     changes: watch::Sender<u64>,
     /// The backend's calls in flight and parked (its questions go to their callers).
     asker: Arc<crate::asking::Asker>,
+    /// Its children not reaped yet.
+    reaped: child::Reaped,
 }
 
 impl std::fmt::Debug for McpSource {
@@ -106,6 +108,7 @@ impl McpSource {
                 timeout: None,
                 write_timeout: None,
                 changes: watch::channel(0).0,
+                reaped: child::Reaped::default(),
             },
             size: 1,
             policy: RestartPolicy::default(),
@@ -274,6 +277,24 @@ impl McpSource {
         self
     }
 
+    /// The source's stdio children not reaped yet: an application that drops the
+    /// source (unmounts) and then exits waits on it so that no child (nor its own
+    /// children) outlives it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use snodo_compose::McpSource;
+    /// let s = McpSource::stdio("ev", "server", ["--stdio"]);
+    /// let reaped = s.reaped();
+    /// drop(s);
+    /// assert!(reaped.wait(std::time::Duration::from_secs(3)).await);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn reaped(&self) -> child::Reaped {
+        self.cfg.reaped.clone()
+    }
+
     /// The pool's state, for a health endpoint: keep it before mounting the source
     /// (call it after the builder methods, which it fixes).
     ///
@@ -410,7 +431,7 @@ impl Config {
                 b.connect_stream(r, w).await.map(plain)
             }
             Target::Stdio(cmd) => {
-                let sp = child::spawn(&self.name, cmd).map_err(|e| e.to_string())?;
+                let sp = child::spawn(&self.name, cmd, &self.reaped).map_err(|e| e.to_string())?;
                 match b.connect_stream(sp.stdout, sp.stdin).await {
                     Ok(client) => Ok(Conn {
                         client,
