@@ -344,7 +344,9 @@ impl McpSource {
                     None => self.cfg.down(&e.to_string()),
                 }
             }
-            e => SourceError::Rpc(snodo::RpcError::internal(format!("backend \"{name}\": {e}"))),
+            e => SourceError::Rpc(snodo::RpcError::internal(format!(
+                "backend \"{name}\": {e}"
+            ))),
         }
     }
 

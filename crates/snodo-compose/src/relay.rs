@@ -229,7 +229,9 @@ fn park(
             Stop::Source(SourceError::InputRequired(i.with_state(state)))
         }
         Err(p) => {
-            let _ = p.reply.send(Err(RpcError::internal("too many parked calls")));
+            let _ = p
+                .reply
+                .send(Err(RpcError::internal("too many parked calls")));
             RpcError::internal("the proxy has too many calls waiting for answers").into()
         }
     }

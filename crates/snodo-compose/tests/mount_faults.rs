@@ -304,5 +304,8 @@ async fn a_tools_limits_keep_their_state_across_listings() {
     assert!(matches!(status, Status::Up { generation: 2, .. }));
     // The budget spent before the re-list is still spent.
     let second = c.call_tool("hello", json!({})).await.unwrap();
-    assert!(second.is_error, "a re-list gave the budget back: {second:?}");
+    assert!(
+        second.is_error,
+        "a re-list gave the budget back: {second:?}"
+    );
 }

@@ -441,9 +441,7 @@ impl Backend {
             min_backoff: r.backoff_min_secs.map_or(defaults.min_backoff, |s| s.0),
             max_backoff: r.backoff_max_secs.map_or(defaults.max_backoff, |s| s.0),
             // A backend that answers no listing or check within a start's time is down.
-            check_timeout: r
-                .start_timeout_secs
-                .map_or(defaults.check_timeout, |s| s.0),
+            check_timeout: r.start_timeout_secs.map_or(defaults.check_timeout, |s| s.0),
         };
         Ok(Plan {
             name,
