@@ -350,6 +350,22 @@ impl McpSource {
         }
     }
 
+    /// How long a listing or a ping may go unanswered before the connection is
+    /// taken for wedged (a child that reads but never answers): half a start's time,
+    /// so that it is started again before the mount's own deadline (by default the
+    /// start's time) gives up on the check.
+    fn wedged_after(&self) -> Duration {
+        self.policy.start_timeout / 2
+    }
+
+    /// A connection that did not answer `what` in time: started again.
+    async fn wedged(&self, lease: &Lease, what: &str) -> SourceError {
+        lease.broken().await;
+        let limit = self.wedged_after();
+        self.cfg
+            .down(&format!("no answer to {what} within {limit:?}"))
+    }
+
     async fn list_kind(
         &self,
         lease: &Lease,
@@ -360,13 +376,18 @@ impl McpSource {
         if caps.get(kind).is_none() {
             return Ok(Vec::new());
         }
-        match lease.client.list_all(method).await {
+        let limit = self.wedged_after();
+        let Ok(listed) = tokio::time::timeout(limit, lease.client.list_all(method)).await else {
+            return Err(self.wedged(lease, method).await);
+        };
+        match listed {
             Ok(v) => Ok(v),
             Err(ClientError::Protocol(e))
                 if e.code() == snodo::protocol::ErrorCode::METHOD_NOT_FOUND =>
             {
                 Ok(Vec::new())
             }
+            Err(ClientError::Timeout(_)) => Err(self.wedged(lease, method).await),
             Err(e) => Err(self.fail(lease, e).await),
         }
     }
@@ -563,21 +584,17 @@ impl Source for McpSource {
     fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
         Box::pin(async move {
             let lease = self.lease().await?;
-            // A connection that answers no ping within a start's time is wedged (a
-            // child that reads but never answers): started again.
-            let limit = self.policy.start_timeout;
+            let limit = self.wedged_after();
             let Ok(pinged) =
                 tokio::time::timeout(limit, lease.client.request("ping", Value::Null)).await
             else {
-                lease.broken().await;
-                return Err(self
-                    .cfg
-                    .down(&format!("no answer to ping within {limit:?}")));
+                return Err(self.wedged(&lease, "ping").await);
             };
             match pinged {
                 Ok(_) => Ok(()),
                 // A server that does not know ping is there all the same.
                 Err(ClientError::Protocol(_)) => Ok(()),
+                Err(ClientError::Timeout(_)) => Err(self.wedged(&lease, "ping").await),
                 Err(e) => Err(self.fail(&lease, e).await),
             }
         })
