@@ -25,6 +25,9 @@ use tokio::task::{AbortHandle, JoinHandle};
 pub(crate) const PARK_TTL: Duration = Duration::from_secs(300);
 /// How many calls one source keeps parked at most (beyond, questions are refused).
 pub(crate) const MAX_PARKED: usize = 1024;
+/// How many of them one principal may hold (anonymous callers count as one): a caller
+/// that never continues must not take every other caller's room for [`PARK_TTL`].
+pub(crate) const MAX_PARKED_PER_PRINCIPAL: usize = 64;
 /// Reports of one backend call not yet relayed (progress and logs past it are dropped:
 /// a parked call's are read by no one, and a slow front stream must not make the proxy
 /// buffer a chatty backend's notifications without bound).
@@ -45,6 +48,8 @@ pub(crate) enum Event {
 /// backend request (which the client turns into the backend's cancellation).
 pub(crate) struct Flight {
     key: u64,
+    /// The connection the backend request runs on ([`Conn::id`](crate::pool::Conn)).
+    pub(crate) conn: u64,
     owner: Weak<Asker>,
     pub(crate) events: mpsc::Receiver<Event>,
     pub(crate) done: JoinHandle<Result<Value, snodo_client::ClientError>>,
@@ -65,6 +70,8 @@ impl Drop for Flight {
 pub(crate) struct Parked {
     pub(crate) flight: Flight,
     pub(crate) reply: Reply,
+    /// The front caller's principal id (`None`: anonymous).
+    pub(crate) who: Option<String>,
 }
 
 /// One source's backend calls in flight and parked.
@@ -175,6 +182,7 @@ impl Asker {
         let done = tokio::spawn(call);
         Flight {
             key,
+            conn,
             owner: Arc::downgrade(self),
             events,
             done,
@@ -244,7 +252,9 @@ impl Asker {
         let Ok(mut p) = self.parked.lock() else {
             return Err(parked);
         };
-        if p.len() >= MAX_PARKED {
+        if p.len() >= MAX_PARKED
+            || p.values().filter(|(q, _)| q.who == parked.who).count() >= MAX_PARKED_PER_PRINCIPAL
+        {
             return Err(parked);
         }
         let (me, key) = (Arc::downgrade(self), id.clone());
@@ -280,5 +290,32 @@ impl Asker {
             "backend \"{}\": the call this requestState continues is not here: {why}",
             self.source
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parked(asker: &Arc<Asker>, who: Option<&str>) -> Parked {
+        let (tx, rx) = mpsc::channel(1);
+        let flight = asker.flight(0, Line::new(tx), rx, std::future::pending());
+        Parked {
+            flight,
+            reply: oneshot::channel().0,
+            who: who.map(str::to_owned),
+        }
+    }
+
+    #[tokio::test]
+    async fn one_principal_cannot_take_every_parking_place() {
+        let asker = Asker::new("b");
+        for _ in 0..MAX_PARKED_PER_PRINCIPAL {
+            assert!(asker.park(parked(&asker, Some("greedy"))).is_ok());
+        }
+        assert!(asker.park(parked(&asker, Some("greedy"))).is_err());
+        // Others still park: another principal, and anonymous callers.
+        assert!(asker.park(parked(&asker, Some("other"))).is_ok());
+        assert!(asker.park(parked(&asker, None)).is_ok());
     }
 }

@@ -29,6 +29,39 @@ pub(crate) struct ChildCommand {
     pub(crate) cwd: Option<PathBuf>,
 }
 
+/// A source's child processes not reaped yet: each one counted from its start until
+/// its exit has been waited for (after a `SIGTERM` and the grace period, the `SIGKILL`
+/// of its whole group). See [`McpSource::reaped`](crate::McpSource::reaped).
+#[derive(Clone, Debug, Default)]
+pub struct Reaped(Arc<watch::Sender<usize>>);
+
+impl Reaped {
+    /// Waits (at most `limit`) until every child of the source started so far is
+    /// reaped; whether they all are.
+    pub async fn wait(&self, limit: Duration) -> bool {
+        let mut rx = self.0.subscribe();
+        matches!(
+            tokio::time::timeout(limit, rx.wait_for(|n| *n == 0)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Counts one child until the guard drops.
+    fn hold(&self) -> Live {
+        self.0.send_modify(|n| *n += 1);
+        Live(self.clone())
+    }
+}
+
+/// One child counted in [`Reaped`].
+struct Live(Reaped);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 /// A started child: its pipes, its guard, and why it exited (once it has).
 pub(crate) struct Spawned {
     pub(crate) stdin: ChildStdin,
@@ -45,7 +78,7 @@ pub(crate) struct ChildGuard {
 }
 
 impl ChildGuard {
-    /// Why the child exited, once it has (`exited with status 1; stderr: …`).
+    /// Why the child exited, once it has (`the child exited with status 1`).
     pub(crate) async fn exited(&self) -> String {
         let mut rx = self.exited.clone();
         match rx.wait_for(Option::is_some).await {
@@ -90,26 +123,25 @@ fn signal_group(pid: u32, sig: rustix::process::Signal) {
     }
 }
 
-fn describe(status: std::io::Result<ExitStatus>, last: &Mutex<String>) -> String {
-    let mut why = match status {
+/// Why the child exited, for callers' errors and health reports: its status only (its
+/// stderr, which may carry anything, goes to the log alone).
+fn describe(status: std::io::Result<ExitStatus>) -> String {
+    match status {
         Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
             (Some(c), _) => format!("the child exited with status {c}"),
             (None, Some(sig)) => format!("the child was killed by signal {sig}"),
             _ => format!("the child exited ({s})"),
         },
         Err(e) => format!("the child could not be waited for: {e}"),
-    };
-    if let Ok(l) = last.lock() {
-        if !l.is_empty() {
-            why.push_str("; its last stderr line: ");
-            why.push_str(&l);
-        }
     }
-    why
 }
 
 /// Starts `cmd` in a new process group with piped stdio; `backend` names it in the log.
-pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawned> {
+pub(crate) fn spawn(
+    backend: &str,
+    cmd: &ChildCommand,
+    reaped: &Reaped,
+) -> std::io::Result<Spawned> {
     let mut c = Command::new(&cmd.program);
     c.args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
@@ -128,6 +160,8 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
         std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", cmd.program))
     })?;
     let pid = child.id();
+    // Counted until its exit is waited for (the watcher's end).
+    let live = reaped.hold();
     let missing = |what| std::io::Error::other(format!("the child has no {what}"));
     let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
     let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
@@ -144,6 +178,7 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let name = backend.to_owned();
     tokio::spawn(async move {
+        let _live = live;
         tokio::select! {
             status = child.wait() => {
                 // The child's own children go with it (and its stdout closes).
@@ -152,8 +187,9 @@ pub(crate) fn spawn(backend: &str, cmd: &ChildCommand) -> std::io::Result<Spawne
                 }
                 // The stderr forwarder may hold the last line a moment longer.
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                let why = describe(status, &last);
-                tracing::warn!(backend = %name, pid, reason = %why, "backend child exited");
+                let why = describe(status);
+                let last = last.lock().map(|l| l.clone()).unwrap_or_default();
+                tracing::warn!(backend = %name, pid, reason = %why, last_stderr = %last, "backend child exited");
                 exit_tx.send_replace(Some(why));
             }
             _ = stop_rx => {

@@ -57,6 +57,7 @@ mod source;
 mod transform;
 mod visibility;
 
+pub use child::Reaped;
 pub use mcp::{McpSource, StreamFactory};
 pub use mount::{Mount, MountOptions, Status};
 pub use outage::Outages;

@@ -89,6 +89,8 @@ struct Config {
     asker: Arc<crate::asking::Asker>,
     /// Resource updates from the backend (its URIs).
     updates: tokio::sync::broadcast::Sender<String>,
+    /// Its children not reaped yet.
+    reaped: child::Reaped,
 }
 
 impl std::fmt::Debug for McpSource {
@@ -114,6 +116,7 @@ impl McpSource {
                 write_timeout: None,
                 changes: watch::channel(0).0,
                 updates: tokio::sync::broadcast::channel(subscribe::BACKLOG).0,
+                reaped: child::Reaped::default(),
             },
             size: 1,
             policy: RestartPolicy::default(),
@@ -283,6 +286,24 @@ impl McpSource {
         self
     }
 
+    /// The source's stdio children not reaped yet: an application that drops the
+    /// source (unmounts) and then exits waits on it so that no child (nor its own
+    /// children) outlives it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use snodo_compose::McpSource;
+    /// let s = McpSource::stdio("ev", "server", ["--stdio"]);
+    /// let reaped = s.reaped();
+    /// drop(s);
+    /// assert!(reaped.wait(std::time::Duration::from_secs(3)).await);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn reaped(&self) -> child::Reaped {
+        self.cfg.reaped.clone()
+    }
+
     /// The pool's state, for a health endpoint: keep it before mounting the source
     /// (call it after the builder methods, which it fixes).
     ///
@@ -317,20 +338,41 @@ impl McpSource {
         self.the_pool().lease().await.map_err(|e| self.cfg.down(&e))
     }
 
-    /// Maps a client error; a broken connection is reported to its pool (started
-    /// again), and the error says why the child exited when it did.
+    /// Maps a client error. Only a broken connection (a transport failure, which a
+    /// child's exit is, or a session the server ended) is reported to its pool
+    /// (started again, failing the calls in flight on it), the error saying why the
+    /// child exited when it did; anything else (an HTTP status, a timeout, an
+    /// unexpected answer, a refused authorization) fails this call alone.
     async fn fail(&self, lease: &Lease, e: ClientError) -> SourceError {
         let name = &self.cfg.name;
         match e {
             ClientError::Protocol(e) => SourceError::Rpc(e),
-            ClientError::Timeout(_) | ClientError::TooManyRounds(_) | ClientError::NoHandler(_) => {
-                SourceError::Down(format!("backend \"{name}\": {e}"))
+            e @ (ClientError::Transport(_) | ClientError::SessionExpired) => {
+                match lease.broken().await {
+                    Some(exit) => self.cfg.down(&format!("{e} ({exit})")),
+                    None => self.cfg.down(&e.to_string()),
+                }
             }
-            e => match lease.broken().await {
-                Some(exit) => self.cfg.down(&format!("{e} ({exit})")),
-                None => self.cfg.down(&e.to_string()),
-            },
+            e => SourceError::Rpc(snodo::RpcError::internal(format!(
+                "backend \"{name}\": {e}"
+            ))),
         }
+    }
+
+    /// How long a listing or a ping may go unanswered before the connection is
+    /// taken for wedged (a child that reads but never answers): half a start's time,
+    /// so that it is started again before the mount's own deadline (by default the
+    /// start's time) gives up on the check.
+    fn wedged_after(&self) -> Duration {
+        self.policy.start_timeout / 2
+    }
+
+    /// A connection that did not answer `what` in time: started again.
+    async fn wedged(&self, lease: &Lease, what: &str) -> SourceError {
+        lease.broken().await;
+        let limit = self.wedged_after();
+        self.cfg
+            .down(&format!("no answer to {what} within {limit:?}"))
     }
 
     async fn list_kind(
@@ -343,13 +385,18 @@ impl McpSource {
         if caps.get(kind).is_none() {
             return Ok(Vec::new());
         }
-        match lease.client.list_all(method).await {
+        let limit = self.wedged_after();
+        let Ok(listed) = tokio::time::timeout(limit, lease.client.list_all(method)).await else {
+            return Err(self.wedged(lease, method).await);
+        };
+        match listed {
             Ok(v) => Ok(v),
             Err(ClientError::Protocol(e))
                 if e.code() == snodo::protocol::ErrorCode::METHOD_NOT_FOUND =>
             {
                 Ok(Vec::new())
             }
+            Err(ClientError::Timeout(_)) => Err(self.wedged(lease, method).await),
             Err(e) => Err(self.fail(lease, e).await),
         }
     }
@@ -410,8 +457,9 @@ impl Config {
             client,
             child: None,
             id,
+            listener: None,
         };
-        let conn = match &self.target {
+        let mut conn = match &self.target {
             Target::Http(url) => b.connect_http(url).await.map(plain),
             Target::Runtime(rt) => b.connect_runtime(rt.clone()).await.map(plain),
             Target::Stream(f) => {
@@ -419,12 +467,13 @@ impl Config {
                 b.connect_stream(r, w).await.map(plain)
             }
             Target::Stdio(cmd) => {
-                let sp = child::spawn(&self.name, cmd).map_err(|e| e.to_string())?;
+                let sp = child::spawn(&self.name, cmd, &self.reaped).map_err(|e| e.to_string())?;
                 match b.connect_stream(sp.stdout, sp.stdin).await {
                     Ok(client) => Ok(Conn {
                         client,
                         child: Some(sp.guard),
                         id,
+                        listener: None,
                     }),
                     // Died during initialize: say how.
                     Err(e) => {
@@ -443,13 +492,14 @@ impl Config {
         let c = &conn.client;
         tracing::info!(source = %self.name, protocol = %c.protocol_version(), "backend connected");
         if c.server().stateless {
-            self.spawn_listener(c);
+            conn.listener = self.spawn_listener(c);
         }
         Ok(conn)
     }
 
-    /// 2026-07-28 backends announce list changes on `subscriptions/listen`.
-    fn spawn_listener(&self, c: &Client) {
+    /// 2026-07-28 backends announce list changes on `subscriptions/listen`: the
+    /// listening task, stopped with its connection.
+    fn spawn_listener(&self, c: &Client) -> Option<tokio::task::AbortHandle> {
         let (c, changes, name) = (c.clone(), self.changes.clone(), self.name.clone());
         let caps = c.server().capabilities;
         let wants = |k: &str| caps.pointer(&format!("/{k}/listChanged")) == Some(&json!(true));
@@ -460,9 +510,9 @@ impl Config {
             ..Subscriptions::default()
         };
         if !(subs.tools_list_changed || subs.prompts_list_changed || subs.resources_list_changed) {
-            return;
+            return None;
         }
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let Ok(mut events) = c.listen(&subs).await else {
                 return;
             };
@@ -480,6 +530,7 @@ impl Config {
                 }
             }
         });
+        Some(task.abort_handle())
     }
 }
 
@@ -529,9 +580,11 @@ impl Source for McpSource {
                 Err(relay::Stop::Source(e)) => Err(e),
                 // The front gave up: the backend request was abandoned, the connection
                 // is fine.
-                Err(_) if ctx.is_cancelled() => Err(SourceError::Rpc(snodo::RpcError::internal(
+                Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(snodo::RpcError::internal(
                     "the request was cancelled",
                 ))),
+                // The held connection is not the one that failed: left alone.
+                Err(relay::Stop::Elsewhere(e)) => Err(self.cfg.down(&e.to_string())),
                 Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
             }
         })
@@ -564,10 +617,17 @@ impl Source for McpSource {
     fn check(&self) -> BoxFuture<'_, Result<(), SourceError>> {
         Box::pin(async move {
             let lease = self.lease().await?;
-            match lease.client.request("ping", Value::Null).await {
+            let limit = self.wedged_after();
+            let Ok(pinged) =
+                tokio::time::timeout(limit, lease.client.request("ping", Value::Null)).await
+            else {
+                return Err(self.wedged(&lease, "ping").await);
+            };
+            match pinged {
                 Ok(_) => Ok(()),
                 // A server that does not know ping is there all the same.
                 Err(ClientError::Protocol(_)) => Ok(()),
+                Err(ClientError::Timeout(_)) => Err(self.wedged(&lease, "ping").await),
                 Err(e) => Err(self.fail(&lease, e).await),
             }
         })

@@ -23,6 +23,10 @@ pub(crate) struct Forward {
     pub(crate) transforms: Transforms,
     /// Wakes the mount when a call found the backend down.
     pub(crate) poke: Arc<Notify>,
+    /// The state of each backend tool's limits (by backend name), kept across the
+    /// mount's listings: a re-list must not start rate budgets and concurrency slots
+    /// over.
+    pub(crate) limits: std::sync::Mutex<std::collections::HashMap<String, snodo::ToolLimits>>,
 }
 
 /// One front component and its front name (URI for resources and templates).
@@ -38,6 +42,23 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 impl Forward {
+    /// `tool` (the backend's `backend`, limits applied) with the limits' state of its
+    /// earlier listings.
+    fn keep_limits(&self, backend: &str, tool: Tool) -> Tool {
+        let Ok(mut kept) = self.limits.lock() else {
+            return tool;
+        };
+        match kept.get(backend) {
+            Some(l) => tool.share_limits(l),
+            None => {
+                if let Some(l) = tool.limits() {
+                    kept.insert(backend.to_owned(), l);
+                }
+                tool
+            }
+        }
+    }
+
     /// Sends a request to the source; errors keep their codes, a down backend is named.
     async fn send(
         &self,
@@ -223,7 +244,7 @@ fn tool(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
         }
     }
     if let Some(p) = t.policy_of(&backend) {
-        tool = p.apply(tool);
+        tool = fwd.keep_limits(&backend, p.apply(tool));
     }
     // A backend task tool is a task at the front (for callers with the tasks
     // extension; the others wait for its result, whatever the backend requires).

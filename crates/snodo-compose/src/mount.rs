@@ -13,7 +13,7 @@ use crate::mirror::{self, Forward, Item};
 use crate::outage::Outages;
 use crate::source::{Listing, Source, SourceError};
 use crate::transform::Transforms;
-use crate::visibility::Kind;
+use crate::visibility::{Gate, Kind, Visible};
 
 /// Where a mount stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +45,9 @@ pub struct MountOptions {
     pub min_backoff: Duration,
     /// The longest wait between retries.
     pub max_backoff: Duration,
+    /// How long a listing or a check of the source may take (default 30 s): a
+    /// backend that does not answer in time is down (its components leave the lists).
+    pub check_timeout: Duration,
 }
 
 impl Default for MountOptions {
@@ -53,13 +56,19 @@ impl Default for MountOptions {
             health_interval: Duration::from_secs(5),
             min_backoff: Duration::from_millis(250),
             max_backoff: Duration::from_secs(5),
+            check_timeout: Duration::from_secs(30),
         }
     }
 }
 
-/// The names a mount put in the front catalogue.
+/// The names a mount put in the front catalogue, and whether it was dropped (then
+/// nothing is installed again: a listing that finishes on another worker after the
+/// drop must not put its components back). Held while the catalogue is changed.
 #[derive(Default)]
-struct Installed(Vec<(Kind, String)>);
+struct Installed {
+    names: Vec<(Kind, String)>,
+    dropped: bool,
+}
 
 struct Shared {
     front: Runtime,
@@ -133,6 +142,7 @@ impl Mount {
                 source,
                 transforms,
                 poke: Arc::new(Notify::new()),
+                limits: std::sync::Mutex::default(),
             }),
             status: watch::channel(Status::Connecting).0,
             installed: std::sync::Mutex::new(Installed::default()),
@@ -198,36 +208,39 @@ impl Drop for Mount {
     fn drop(&mut self) {
         self.task.abort();
         self.follower.abort();
-        uninstall(&self.shared);
+        // The task may be inside `install` on another worker: the lock waits for it,
+        // and the flag keeps anything from being installed after.
+        let Ok(mut installed) = self.shared.installed.lock() else {
+            return;
+        };
+        installed.dropped = true;
+        uninstall(&self.shared, &mut installed);
         if let Some(o) = self.shared.outages() {
             o.clear(self.shared.id);
         }
     }
 }
 
-fn uninstall(shared: &Shared) {
-    let old = take_installed(shared);
+fn uninstall(shared: &Shared, installed: &mut Installed) {
+    let old = std::mem::take(&mut installed.names);
     if old.is_empty() {
         return;
     }
+    // The components leave first, their visibility rules after: never a moment when
+    // a hidden component is served without its rule.
     if let Err(e) = shared.front.update(|c| remove(c, &old)) {
         tracing::error!(source = %shared.fwd.source.name(), error = %e, "could not unmount");
     }
+    clear_rules(shared, &old, &[]);
 }
 
-/// The names the mount placed, forgotten (and their visibility rules cleared).
-fn take_installed(shared: &Shared) -> Vec<(Kind, String)> {
-    let old = shared
-        .installed
-        .lock()
-        .map(|mut i| std::mem::take(&mut i.0))
-        .unwrap_or_default();
+/// Clears the visibility rules of `names` except those in `keep` (still served).
+fn clear_rules(shared: &Shared, names: &[(Kind, String)], keep: &[(Kind, String)]) {
     if let Some((gate, _)) = &shared.fwd.transforms.visibility {
-        for (k, n) in &old {
+        for (k, n) in names.iter().filter(|kn| !keep.contains(kn)) {
             gate.clear(*k, n);
         }
     }
-    old
 }
 
 fn remove(c: &mut snodo::Components, old: &[(Kind, String)]) {
@@ -241,8 +254,15 @@ fn remove(c: &mut snodo::Components, old: &[(Kind, String)]) {
     }
 }
 
-/// Adds one item unless a component of that name that is not the mount's exists.
-fn add(c: &mut snodo::Components, item: Item, placed: &mut Vec<(Kind, String)>, source: &str) {
+/// Adds one item unless a component of that name that is not the mount's exists; its
+/// visibility rule (if the mount has one) is set before the component is published.
+fn add(
+    c: &mut snodo::Components,
+    item: Item,
+    placed: &mut Vec<(Kind, String)>,
+    source: &str,
+    visibility: Option<&(Gate, Visible)>,
+) {
     let (kind, name) = match &item {
         Item::Tool(n, _) => (Kind::Tool, n.clone()),
         Item::Prompt(n, _) => (Kind::Prompt, n.clone()),
@@ -252,11 +272,15 @@ fn add(c: &mut snodo::Components, item: Item, placed: &mut Vec<(Kind, String)>, 
     let taken = match kind {
         Kind::Tool => c.has_tool(&name),
         Kind::Prompt => c.has_prompt(&name),
-        Kind::Resource | Kind::Template => false,
+        Kind::Resource => c.has_resource(&name),
+        Kind::Template => c.has_template(&name),
     };
     if taken {
         tracing::warn!(source, component = %name, "name already served at the front: left out");
         return;
+    }
+    if let Some((gate, rule)) = visibility {
+        gate.set(kind, &name, Arc::clone(rule));
     }
     match item {
         Item::Tool(_, t) => c.add_tool(t),
@@ -268,10 +292,19 @@ fn add(c: &mut snodo::Components, item: Item, placed: &mut Vec<(Kind, String)>, 
 }
 
 fn install(shared: &Shared, listing: &Listing) -> usize {
-    let old = take_installed(shared);
+    let Ok(mut installed) = shared.installed.lock() else {
+        return 0;
+    };
+    if installed.dropped {
+        return 0;
+    }
+    let old = std::mem::take(&mut installed.names);
     let source = shared.fwd.source.name().to_owned();
     let items = mirror::items(&shared.fwd, listing);
+    let visibility = shared.fwd.transforms.visibility.as_ref();
     let mut placed = Vec::new();
+    // Every name given a rule (one that fails to be added keeps none).
+    let mut ruled = Vec::new();
     let mut pending = Some(items);
     // One update: the old set leaves and the new one arrives at once. The front's lists
     // are then put in name order: backends finish mounting (and come back) in any order,
@@ -280,7 +313,7 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
     let all = shared.front.update(|c| {
         remove(c, &old);
         for item in pending.take().into_iter().flatten() {
-            add(c, item, &mut placed, &source);
+            add(c, item, &mut placed, &source, visibility);
         }
         c.sort();
     });
@@ -288,7 +321,7 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
         // One bad definition (an invalid schema, a bad name) must not keep the others
         // out: add them one at a time.
         tracing::warn!(%source, error = %e, "mounting one component at a time");
-        placed.clear();
+        ruled.append(&mut placed);
         if let Err(e) = shared.front.update(|c| remove(c, &old)) {
             tracing::error!(%source, error = %e, "could not unmount");
         }
@@ -297,25 +330,25 @@ fn install(shared: &Shared, listing: &Listing) -> usize {
             let mut item = Some(item);
             let r = shared.front.update(|c| {
                 if let Some(i) = item.take() {
-                    add(c, i, &mut one, &source);
+                    add(c, i, &mut one, &source, visibility);
                 }
                 c.sort();
             });
             match r {
                 Ok(()) => placed.extend(one),
-                Err(e) => tracing::warn!(%source, error = %e, "component left out"),
+                Err(e) => {
+                    ruled.extend(one);
+                    tracing::warn!(%source, error = %e, "component left out");
+                }
             }
         }
     }
-    if let Some((gate, rule)) = &shared.fwd.transforms.visibility {
-        for (k, n) in &placed {
-            gate.set(*k, n, Arc::clone(rule));
-        }
-    }
+    // The new names had their rules before they were served; the names that left
+    // lose theirs only now that they are gone.
+    ruled.extend(old);
+    clear_rules(shared, &ruled, &placed);
     let n = placed.len();
-    if let Ok(mut installed) = shared.installed.lock() {
-        installed.0 = placed;
-    }
+    installed.names = placed;
     n
 }
 
@@ -327,9 +360,24 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
     let mut generation = 0;
     // Keeps a stand-in for a source's change channel that closed.
     let mut _stand_in = None;
+    // A check that got no answer in time: the source is down without listing first.
+    let mut wedged = None;
+    let late = |what: &str| {
+        SourceError::Down(format!(
+            "backend \"{}\" is unavailable: no answer to {what} within {:?}",
+            source.name(),
+            options.check_timeout
+        ))
+    };
     loop {
         changes.borrow_and_update();
-        let up = match source.list().await {
+        let listed = match wedged.take() {
+            Some(e) => Err(e),
+            None => tokio::time::timeout(options.check_timeout, source.list())
+                .await
+                .unwrap_or_else(|_| Err(late("a listing"))),
+        };
+        let up = match listed {
             Ok(listing) => {
                 generation += 1;
                 let components = install(&shared, &listing);
@@ -350,22 +398,33 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     shared.downs.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(source = %source.name(), error = %e, "backend down: its components leave the lists");
                 }
-                let (templates, gone): (Vec<_>, Vec<_>) = shared
-                    .installed
-                    .lock()
-                    .map(|i| i.0.clone())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .partition(|(k, _)| *k == Kind::Template);
-                uninstall(&shared);
-                if let Some(o) = shared.outages() {
-                    let name = source.name();
-                    let message = match &e {
-                        SourceError::Down(m) if m.contains(name) => m.clone(),
-                        e => format!("backend \"{name}\" is unavailable: {e}"),
+                {
+                    // Under the lock a drop takes: nothing is marked after it cleared.
+                    let Ok(mut installed) = shared.installed.lock() else {
+                        return;
                     };
-                    o.mark(shared.id, gone.into_iter().map(|(_, n)| n), &message);
-                    o.mark_templates(shared.id, templates.into_iter().map(|(_, n)| n), &message);
+                    if installed.dropped {
+                        return;
+                    }
+                    let (templates, gone): (Vec<_>, Vec<_>) = installed
+                        .names
+                        .iter()
+                        .cloned()
+                        .partition(|(k, _)| *k == Kind::Template);
+                    uninstall(&shared, &mut installed);
+                    if let Some(o) = shared.outages() {
+                        let name = source.name();
+                        let message = match &e {
+                            SourceError::Down(m) if m.contains(name) => m.clone(),
+                            e => format!("backend \"{name}\" is unavailable: {e}"),
+                        };
+                        o.mark(shared.id, gone.into_iter().map(|(_, n)| n), &message);
+                        o.mark_templates(
+                            shared.id,
+                            templates.into_iter().map(|(_, n)| n),
+                            &message,
+                        );
+                    }
                 }
                 shared.status.send_replace(if source.restarting() {
                     Status::Restarting(e.to_string())
@@ -390,8 +449,13 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     }
                     () = poke.notified() => break,
                     () = tokio::time::sleep(options.health_interval) => {
-                        if source.check().await.is_err() {
-                            break;
+                        match tokio::time::timeout(options.check_timeout, source.check()).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(_)) => break,
+                            Err(_) => {
+                                wedged = Some(late("a check"));
+                                break;
+                            }
                         }
                     }
                 }
@@ -409,7 +473,7 @@ async fn run(shared: Arc<Shared>, options: MountOptions) {
                     }
                 }
             }
-            backoff = (backoff * 2).min(options.max_backoff);
+            backoff = backoff.saturating_mul(2).min(options.max_backoff);
         }
     }
 }

@@ -78,6 +78,9 @@ pub(crate) struct Conn {
     /// Which connection of the source this is (a backend's question that names no
     /// call goes to a call on the same connection only).
     pub(crate) id: u64,
+    /// A task listening to the backend for list changes (2026-07-28 backends): it
+    /// holds its own client and stream, so it is stopped when the connection goes.
+    pub(crate) listener: Option<tokio::task::AbortHandle>,
 }
 
 /// Makes one connection; the error names what failed.
@@ -445,7 +448,7 @@ async fn supervise(s: Supervisor) {
             (s.on_change)();
         }
         tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(s.policy.max_backoff);
+        backoff = backoff.saturating_mul(2).min(s.policy.max_backoff);
     }
 }
 
@@ -483,7 +486,15 @@ async fn serve(s: &Supervisor, conn: Conn, again: bool) -> String {
             attempt: 0,
         },
     );
-    let Conn { client, child, .. } = conn;
+    let Conn {
+        client,
+        child,
+        listener,
+        ..
+    } = conn;
+    if let Some(l) = listener {
+        l.abort();
+    }
     drop(child);
     tokio::spawn(async move { client.close().await });
     why

@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use snodo::protocol::{ErrorCode, LogLevel};
-use snodo::{HandlerError, InputRequest, RequestContext, RpcError};
+use snodo::{HandlerError, InputRequest, InputRequired, RequestContext, RpcError};
 use snodo_client::{CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
 
-use crate::asking::{Asker, EVENTS, Event, Flight, Line, Parked};
+use crate::asking::{Asker, EVENTS, Event, Flight, Line, Parked, Reply};
 use crate::source::SourceError;
 
 /// The most input rounds one front call may relay.
@@ -32,8 +32,14 @@ const MAX_ROUNDS: u64 = 32;
 
 /// Why a relayed call stopped without a result.
 pub(crate) enum Stop {
-    /// The backend connection failed (or the front cancelled).
+    /// The backend request failed on the connection the call holds.
     Client(ClientError),
+    /// A parked backend request, resumed, failed on a connection the call does not
+    /// hold (one that was started again since): not the held one's failure.
+    Elsewhere(ClientError),
+    /// The front request was cancelled: the backend request was abandoned, the
+    /// connection is fine.
+    Cancelled,
     /// An answer for the front: an error, or a round of questions.
     Source(SourceError),
 }
@@ -156,6 +162,81 @@ fn start(
     })
 }
 
+/// Asks the front caller round `n` of a 2026-07-28 backend's questions (`asked`, with
+/// the backend's `state`): the params that continue the backend call with the answers
+/// (or the front's own round, as [`Stop`]).
+async fn answer_round(
+    ctx: &RequestContext,
+    params: &Value,
+    asked: Map<String, Value>,
+    state: Value,
+    n: u64,
+) -> Result<Value, Stop> {
+    let qs = questions(&asked, n)?;
+    let again = || json!({"b": state, "q": asked, "n": n});
+    let got = ask_front(ctx, qs, again).await?;
+    let answers = answers_by_backend_key(&asked, got, n);
+    Ok(with_round(params, answers, state))
+}
+
+/// Puts an initialize-era backend's question `q` to the front caller under `key`, and
+/// answers the backend through `reply`. A question the front caller cannot answer (it
+/// did not declare the capability: the backend hears method-not-found, as from such a
+/// client) or refused is answered as such, and the call goes on — the backend decides
+/// what a refused question means. (A stdio backend's question names no call:
+/// server-everything's `roots/list` after initialize can land on the one call in
+/// flight.) `Some` when the front caller answers in a round of its own: the call is
+/// then parked with `reply`.
+async fn put(
+    ctx: &RequestContext,
+    key: &str,
+    q: InputRequest,
+    reply: Reply,
+) -> Result<Option<(InputRequired, Reply)>, Stop> {
+    let method = q.method().to_owned();
+    match ctx.ask_all([(key.to_owned(), q)]).await {
+        Ok(mut a) => {
+            let _ = reply.send(Ok(a.remove(key).unwrap_or(Value::Null)));
+            Ok(None)
+        }
+        Err(HandlerError::InputRequired(i)) => Ok(Some((i, reply))),
+        Err(HandlerError::Protocol(e)) => {
+            let e = if e.code() == ErrorCode::MISSING_CLIENT_CAPABILITY {
+                RpcError::method_not_found(&method)
+            } else {
+                e
+            };
+            let _ = reply.send(Err(e));
+            Ok(None)
+        }
+        Err(e) => Err(RpcError::internal(e.to_string()).into()),
+    }
+}
+
+/// Parks the call until the front caller continues round `n` (question `asked` under
+/// `key`): the front's `input_required`, its state naming the parked call.
+fn park(
+    asker: &Arc<Asker>,
+    parked: Parked,
+    key: String,
+    asked: Value,
+    n: u64,
+    i: InputRequired,
+) -> Stop {
+    match asker.park(parked) {
+        Ok(id) => {
+            let state = json!({"park": id, "key": key, "q": asked, "n": n});
+            Stop::Source(SourceError::InputRequired(i.with_state(state)))
+        }
+        Err(p) => {
+            let _ = p
+                .reply
+                .send(Err(RpcError::internal("too many parked calls")));
+            RpcError::internal("the proxy has too many calls waiting for answers").into()
+        }
+    }
+}
+
 fn with_round(params: &Value, answers: Map<String, Value>, state: Value) -> Value {
     let mut p = params.as_object().cloned().unwrap_or_default();
     p.insert("inputResponses".into(), Value::Object(answers));
@@ -178,11 +259,7 @@ pub(crate) async fn call(
     let (mut flight, mut n) = match Round::read(ctx) {
         None => (start(client, conn, asker, method, params.clone(), ctx), 0),
         Some((Round::Backend { state, asked }, n)) => {
-            let qs = questions(&asked, n)?;
-            let again = || json!({"b": state, "q": asked, "n": n});
-            let got = ask_front(ctx, qs, again).await?;
-            let answers = answers_by_backend_key(&asked, got, n);
-            let p = with_round(&params, answers, state.clone());
+            let p = answer_round(ctx, &params, asked, state, n).await?;
             (start(client, conn, asker, method, p, ctx), n)
         }
         Some((Round::Parked { id, key, asked }, n)) => {
@@ -193,24 +270,13 @@ pub(crate) async fn call(
                 .unwrap_or_default();
             let q = InputRequest::from_wire(q, asked.get("params").cloned().unwrap_or(Value::Null))
                 .ok_or_else(|| RpcError::invalid_params("requestState names no question"))?;
-            match ctx.ask_all([(key.clone(), q)]).await {
-                Ok(mut a) => {
-                    let _ = parked.reply.send(Ok(a.remove(&key).unwrap_or(Value::Null)));
-                }
-                Err(HandlerError::InputRequired(i)) => {
-                    // Still unanswered: parked again (under a new id, in a new state).
-                    let id = asker
-                        .park(parked)
-                        .map_err(|_| RpcError::internal("too many parked calls"))?;
-                    let state = json!({"park": id, "key": key, "q": asked, "n": n});
-                    return Err(Stop::Source(SourceError::InputRequired(
-                        i.with_state(state),
-                    )));
-                }
-                Err(HandlerError::Protocol(e)) => return Err(e.into()),
-                Err(e) => return Err(RpcError::internal(e.to_string()).into()),
+            let Parked { flight, reply, who } = parked;
+            if let Some((i, reply)) = put(ctx, &key, q, reply).await? {
+                // Still unanswered: parked again (under a new id, in a new state).
+                let parked = Parked { flight, reply, who };
+                return Err(park(asker, parked, key, asked, n, i));
             }
-            (parked.flight, n)
+            (flight, n)
         }
     };
     loop {
@@ -218,7 +284,7 @@ pub(crate) async fn call(
             biased;
             // Dropping the flight abandons the backend request (its cancellation).
             () = ctx.cancellation().cancelled() => {
-                return Err(Stop::Client(ClientError::Transport("the front request was cancelled".into())));
+                return Err(Stop::Cancelled);
             }
             Some(ev) = flight.events.recv() => match ev {
                 Event::Ask(m, p, reply) => {
@@ -233,33 +299,9 @@ pub(crate) async fn call(
                     };
                     let key = format!("{}{n}", m.split('/').next().unwrap_or("q"));
                     let wire = json!({"method": q.method(), "params": q.params()});
-                    match ctx.ask_all([(key.clone(), q)]).await {
-                        Ok(mut a) => {
-                            let _ = reply.send(Ok(a.remove(&key).unwrap_or(Value::Null)));
-                        }
-                        Err(HandlerError::InputRequired(i)) => {
-                            let id = asker.park(Parked { flight, reply }).map_err(|p| {
-                                let _ = p.reply.send(Err(RpcError::internal("too many parked calls")));
-                                RpcError::internal("the proxy has too many calls waiting for answers")
-                            })?;
-                            let state = json!({"park": id, "key": key, "q": wire, "n": n});
-                            return Err(Stop::Source(SourceError::InputRequired(i.with_state(state))));
-                        }
-                        // The front caller cannot answer (it did not declare the
-                        // capability) or refused: the backend hears it as its own client's
-                        // answer, and the call goes on — the backend decides what a
-                        // refused question means. (A stdio backend's question names no
-                        // call: server-everything's `roots/list` after initialize can land
-                        // on the one call in flight.)
-                        Err(HandlerError::Protocol(e)) => {
-                            let e = if e.code() == ErrorCode::MISSING_CLIENT_CAPABILITY {
-                                RpcError::method_not_found(&m)
-                            } else {
-                                e
-                            };
-                            let _ = reply.send(Err(e));
-                        }
-                        Err(e) => return Err(RpcError::internal(e.to_string()).into()),
+                    if let Some((i, reply)) = put(ctx, &key, q, reply).await? {
+                        let who = ctx.principal().map(|p| p.id().to_owned());
+                        return Err(park(asker, Parked { flight, reply, who }, key, wire, n, i));
                     }
                 }
                 Event::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
@@ -276,10 +318,12 @@ pub(crate) async fn call(
                         }
                     }
                 }
+                // A resumed parked call may run on a connection replaced since.
+                let failed = |e| if flight.conn == conn { Stop::Client(e) } else { Stop::Elsewhere(e) };
                 let v = match r {
                     Ok(Ok(v)) => v,
-                    Ok(Err(e)) => return Err(Stop::Client(e)),
-                    Err(e) => return Err(Stop::Client(ClientError::Transport(e.to_string()))),
+                    Ok(Err(e)) => return Err(failed(e)),
+                    Err(e) => return Err(failed(ClientError::Transport(e.to_string()))),
                 };
                 if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
                     return Ok(v);
@@ -291,12 +335,9 @@ pub(crate) async fn call(
                 }
                 let asked = v.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
                 let state = v.get("requestState").cloned().unwrap_or(Value::Null);
-                let qs = questions(&asked, n)?;
-                let again = || json!({"b": state, "q": asked, "n": n});
                 // A legacy front caller answers right away (server requests).
-                let got = ask_front(ctx, qs, again).await?;
-                let answers = answers_by_backend_key(&asked, got, n);
-                flight = start(client, conn, asker, method, with_round(&params, answers, state.clone()), ctx);
+                let p = answer_round(ctx, &params, asked, state, n).await?;
+                flight = start(client, conn, asker, method, p, ctx);
             }
         }
     }

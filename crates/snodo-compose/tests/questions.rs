@@ -185,3 +185,87 @@ async fn a_question_the_caller_cannot_answer_is_refused_to_the_backend_and_the_c
         assert!(text.starts_with("no roots:"), "front {v}: {text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_call_whose_connection_died_leaves_the_new_connection_alone() {
+    let front = Runtime::builder("front", "1")
+        .protocols(ALL.iter().copied())
+        .declare_all_kinds()
+        .legacy_server_requests(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    // Each connection's wire, to cut the first one.
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rt = backend();
+    let tasks = Arc::clone(&served);
+    let factory: StreamFactory = Arc::new(move || {
+        let (rt, tasks) = (rt.clone(), Arc::clone(&tasks));
+        Box::pin(async move {
+            let (near, mut far) = tokio::io::duplex(1 << 16);
+            // The wire between the two: aborting it closes both ends at once.
+            let (mut to_backend, backend_end) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move {
+                let (r, w) = tokio::io::split(backend_end);
+                let _ = snodo::stdio::serve_stream(rt, r, w, snodo::stdio::StdioConfig::default())
+                    .await;
+            });
+            let wire = tokio::spawn(async move {
+                let _ = tokio::io::copy_bidirectional(&mut far, &mut to_backend).await;
+            });
+            tasks.lock().unwrap().push(wire.abort_handle());
+            let (r, w) = tokio::io::split(near);
+            let r: Box<dyn tokio::io::AsyncRead + Send + Unpin> = Box::new(r);
+            let w: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = Box::new(w);
+            Ok((r, w))
+        })
+    });
+    let source = McpSource::stream("s", factory).protocol(Protocol::Pinned("2025-06-18".into()));
+    let health = source.health();
+    let mount = Mount::new(&front, source, Transforms::new().namespace("s"));
+    assert!(matches!(
+        mount.ready(Duration::from_secs(10)).await,
+        Status::Up { .. }
+    ));
+    // A 2026-07-28 caller's call is parked on the first connection…
+    let modern = caller(&front, "2026-07-28").await;
+    let round = support::first_round_of(&modern, "s_ask").await;
+    // …which is cut; the next call finds it broken, and the pool starts a new one.
+    served.lock().unwrap()[0].abort();
+    let legacy = caller(&front, "2025-06-18").await;
+    for _ in 0..100 {
+        if legacy.call_tool("s_ask", json!({})).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(health.restarts(), 1, "{health:?}");
+    // The continuation holds the new connection; the parked call failed on the old
+    // one: an error naming the backend, and the new connection is not restarted.
+    let key = round["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let p = json!({"name": "s_ask", "arguments": {},
+        "inputResponses": {key: {"action": "accept", "content": {"v": "Bo"}}},
+        "requestState": round["requestState"]});
+    let keep = snodo_client::CallOptions::default().keep_input_required();
+    let e = modern
+        .request_with("tools/call", p, &keep)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("backend \"s\""), "{e}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        health.restarts(),
+        1,
+        "the new connection was restarted: {health:?}"
+    );
+    assert_eq!(
+        legacy.call_tool("s_ask", json!({})).await.unwrap().text(),
+        "hi Ada"
+    );
+}

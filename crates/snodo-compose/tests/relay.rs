@@ -134,6 +134,7 @@ async fn a_backend_that_goes_down_leaves_the_lists_and_comes_back() {
         health_interval: Duration::from_millis(100),
         min_backoff: Duration::from_millis(50),
         max_backoff: Duration::from_millis(200),
+        ..MountOptions::default()
     };
     let source: Arc<dyn Source> = Arc::new(McpSource::stream("tcp-b", tcp(addr)));
     let mount = Mount::with_options(&front, source, Transforms::new().namespace("b"), options);

@@ -104,7 +104,7 @@ pub use runtime::prompt::{IntoPromptResult, Prompt, PromptArgument, PromptArgume
 pub use runtime::resource::{
     IntoResourceContents, ListRequest, ReadRequest, Resource, ResourceInfo, ResourceTemplate,
 };
-pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, schema_for};
+pub use runtime::tool::{IntoToolResult, Json, NoArguments, Tool, ToolLimits, schema_for};
 pub use runtime::uri_template::UriTemplate;
 pub use runtime::{BuildError, DEFAULT_PAGE_SIZE, Runtime, RuntimeBuilder};
 

@@ -55,7 +55,7 @@ pub(crate) struct Backend {
     // … or Streamable HTTP.
     url: Option<Spanned<String>>,
     #[serde(default)]
-    headers: BTreeMap<String, String>,
+    headers: BTreeMap<String, Spanned<String>>,
     /// Header name → the environment variable holding its value.
     #[serde(default)]
     headers_env: BTreeMap<String, Spanned<String>>,
@@ -251,6 +251,25 @@ pub(crate) fn plan(
         .collect()
 }
 
+/// A backend's name: 1 to 64 letters, digits, `_`, `-` or `.` (it prefixes tool names).
+pub(crate) fn check_name(name: &str) -> Result<(), &'static str> {
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
+        return Err(
+            "a backend's name is 1 to 64 letters, digits, '_', '-' or '.' (it prefixes tool names)",
+        );
+    }
+    Ok(())
+}
+
+/// An upstream header that HTTP can carry (it would otherwise be left out).
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    http::HeaderName::try_from(name).map_err(|_| format!("{name:?} is not a valid header name"))?;
+    http::HeaderValue::try_from(value)
+        .map_err(|_| format!("the value of {name:?} is not a valid header value"))?;
+    Ok(())
+}
+
 impl Backend {
     fn plan(
         self,
@@ -262,14 +281,7 @@ impl Backend {
             origin.error(Some(span), &format!("{at}.{key}"), m)
         };
         let name = self.name.get_ref().clone();
-        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-        if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
-            return Err(err(
-                self.name.span(),
-                "name",
-                "a backend's name is 1 to 64 letters, digits, '_', '-' or '.' (it prefixes tool names)",
-            ));
-        }
+        check_name(&name).map_err(|m| err(self.name.span(), "name", m))?;
         let mut source = match (&self.command, &self.url) {
             (Some(c), None) => {
                 if c.get_ref().trim().is_empty() {
@@ -308,11 +320,32 @@ impl Backend {
                     ));
                 }
                 let mut s = McpSource::http(name.clone(), url.clone());
+                // One Authorization header at most: a bearer token is one.
+                let bearers = usize::from(self.bearer.is_some())
+                    + usize::from(self.bearer_env.is_some())
+                    + self
+                        .headers
+                        .keys()
+                        .chain(self.headers_env.keys())
+                        .filter(|h| h.eq_ignore_ascii_case("authorization"))
+                        .count();
+                if bearers > 1 {
+                    let span = self.bearer_env.as_ref().map_or(u.span(), Spanned::span);
+                    return Err(err(
+                        span,
+                        "bearer",
+                        "give one of bearer, bearer_env or an Authorization header",
+                    ));
+                }
                 for (h, v) in &self.headers {
-                    s = s.header(h, v);
+                    let key = format!("headers.{h}");
+                    check_header(h, v.get_ref()).map_err(|m| err(v.span(), &key, &m))?;
+                    s = s.header(h, v.get_ref());
                 }
                 for (h, var) in &self.headers_env {
                     let v = read_env(env, var).map_err(|m| err(var.span(), "headers_env", &m))?;
+                    let key = format!("headers_env.{h}");
+                    check_header(h, &v).map_err(|m| err(var.span(), &key, &m))?;
                     s = s.header(h, &v);
                 }
                 if let Some(token) = &self.bearer {
@@ -407,6 +440,8 @@ impl Backend {
                 .map_or(defaults.health_interval, |s| s.0),
             min_backoff: r.backoff_min_secs.map_or(defaults.min_backoff, |s| s.0),
             max_backoff: r.backoff_max_secs.map_or(defaults.max_backoff, |s| s.0),
+            // A backend that answers no listing or check within a start's time is down.
+            check_timeout: r.start_timeout_secs.map_or(defaults.check_timeout, |s| s.0),
         };
         Ok(Plan {
             name,
@@ -479,6 +514,22 @@ mod tests {
             (
                 "[[backend]]\nname = \"a\"\ncommand = \"x\"\n[[backend.policy]]\ntools = \"*\"\nrate_limit = { calls = 5 }\n",
                 "gw.toml:6:14: backend[0].policy[0].rate_limit: missing field `per_secs`",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { \"bad name\" = \"v\" }\n",
+                "gw.toml:4:26: backend[0].headers.bad name: \"bad name\" is not a valid header name",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { x = \"a\\nb\" }\n",
+                "gw.toml:4:17: backend[0].headers.x: the value of \"x\" is not a valid header value",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\nurl = \"http://x/mcp\"\nbearer = \"t\"\nbearer_env = \"TOKEN\"\n",
+                "gw.toml:5:14: backend[0].bearer: give one of bearer, bearer_env or an Authorization header",
+            ),
+            (
+                "[[backend]]\nname = \"a\"\nurl = \"http://x/mcp\"\nbearer = \"t\"\nheaders = { Authorization = \"Basic x\" }\n",
+                "gw.toml:3:7: backend[0].bearer: give one of bearer, bearer_env or an Authorization header",
             ),
         ];
         let wrong: Vec<String> = cases

@@ -134,8 +134,13 @@ impl Health {
                 });
                 match status {
                     Status::Up { components, .. } => v["components"] = json!(components),
-                    Status::Down(error) | Status::Restarting(error) => {
-                        v["error"] = json!(error);
+                    // /healthz has no authentication: a fixed reason only (why it
+                    // failed, which may carry a backend's own words, is in the log).
+                    Status::Down(_) | Status::Restarting(_) => {
+                        v["error"] = json!(format!(
+                            "backend \"{}\" is unavailable (the gateway's log says why)",
+                            b.name
+                        ));
                         if let Some(since) = seen.down_since {
                             v["for_secs"] = json!(now.duration_since(since).as_secs_f64());
                         }

@@ -34,6 +34,9 @@ const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 const DEFAULT_PROTOCOLS: &str = "2026-07-28,2025-11-25,2025-06-18,2025-03-26";
 /// How long to wait for the backends' first listings by default.
 const DEFAULT_READY_SECS: u64 = 30;
+/// How long shutdown waits for the backends' children to be reaped (their 1 s grace
+/// between SIGTERM and SIGKILL, and then some).
+const REAP_LIMIT: Duration = Duration::from_secs(5);
 
 /// The arguments of `snodo gateway`.
 #[derive(clap::Args, Debug)]
@@ -123,6 +126,7 @@ fn setup(args: &GatewayArgs) -> Result<Setup, String> {
     for spec in &args.backends {
         let source = McpSource::from_spec(spec)?;
         let ns = snodo_compose::Source::name(&source).to_owned();
+        config::check_name(&ns).map_err(|m| format!("--backend {spec:?}: {m}"))?;
         backends.push(flag_plan(source, Transforms::new().namespace(ns)));
     }
     if let Some((program, rest)) = args.command.split_first() {
@@ -203,12 +207,13 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
     };
     let (builder, config, protection) = front.apply(builder, shared.config, &setup.addr).await?;
     let front = builder.build().map_err(|e| e.to_string())?;
-    let stdio = setup.backends.iter().any(|b| b.source.runs_children());
+    let mut reaped = Vec::new();
     let backends: Vec<health::Backend> = setup
         .backends
         .into_iter()
         .map(|b| {
             let name: Arc<str> = b.name.into();
+            reaped.push(b.source.reaped());
             let source = observe::Observed::new(b.source, Arc::clone(&name), series.clone());
             health::Backend {
                 name,
@@ -253,11 +258,17 @@ pub(crate) async fn run(args: GatewayArgs, shared: Shared) -> Result<(), String>
     // Unmount before leaving: the backends' connections close and each stdio child's
     // process group gets SIGTERM, then SIGKILL after snodo-compose's 1 s grace. Those
     // watchers are tasks of this runtime, which drops its tasks when `run` returns: wait
-    // out the grace here, or a grandchild that ignores SIGTERM would outlive us.
+    // for every child to be reaped (at most a few seconds), or a grandchild that
+    // ignores SIGTERM would outlive us.
     drop(health);
     drop(front);
-    if stdio {
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+    let deadline = tokio::time::Instant::now() + REAP_LIMIT;
+    for r in reaped {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if !r.wait(left).await {
+            eprintln!("snodo gateway: a backend child was not reaped within {REAP_LIMIT:?}");
+            break;
+        }
     }
     served.map_err(|e| e.to_string())
 }

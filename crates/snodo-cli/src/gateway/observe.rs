@@ -189,6 +189,7 @@ impl Observed {
         &self,
         method: &str,
         name: String,
+        ctx: &RequestContext,
         request: BoxFuture<'_, Result<Value, SourceError>>,
     ) -> Result<Value, SourceError> {
         let mut call = Call {
@@ -203,6 +204,8 @@ impl Observed {
         (call.outcome, call.code) = match &r {
             Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
             Ok(_) => ("ok", None),
+            // The front request was cancelled and the backend request abandoned.
+            Err(_) if ctx.is_cancelled() => ("cancelled", None),
             Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
             Err(SourceError::Down(_)) => ("down", None),
             Err(SourceError::InputRequired(_)) => ("input_required", None),
@@ -227,7 +230,7 @@ impl Source for Observed {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         let name = target(&params);
-        Box::pin(self.record(method, name, self.inner.request(method, params, ctx)))
+        Box::pin(self.record(method, name, ctx, self.inner.request(method, params, ctx)))
     }
 
     fn call_task<'a>(
@@ -236,7 +239,7 @@ impl Source for Observed {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         let name = target(&params);
-        Box::pin(self.record("tools/call", name, self.inner.call_task(params, ctx)))
+        Box::pin(self.record("tools/call", name, ctx, self.inner.call_task(params, ctx)))
     }
 
     fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {

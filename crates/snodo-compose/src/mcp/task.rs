@@ -153,9 +153,14 @@ impl McpSource {
                 guard.task = None;
                 Err(e)
             }
+            Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(RpcError::internal(
+                "the request was cancelled",
+            ))),
             Err(_) if ctx.is_cancelled() => Err(SourceError::Rpc(RpcError::internal(
                 "the request was cancelled",
             ))),
+            // The held connection is not the one that failed: left alone.
+            Err(relay::Stop::Elsewhere(e)) => Err(self.cfg.down(&e.to_string())),
             Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
         }
     }

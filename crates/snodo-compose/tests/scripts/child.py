@@ -9,6 +9,7 @@ argv[1] is the mode:
   grandchild  as ok, and starts `sleep 300` first (its pid written to $GRANDCHILD_FILE)
   die-init    writes to stderr and exits 2 when it reads `initialize`
   mute-init   never answers `initialize`
+  mute-after-init  answers `initialize`, then nothing (it keeps reading)
   stderr      as ok, and writes 100000 lines to stderr at start (one of 10 KiB)
 Every start appends a line to $STARTS_FILE when set.
 """
@@ -104,6 +105,8 @@ def main():
                 "protocolVersion": version,
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "child.py", "version": "1"}}})
+        elif mode == "mute-after-init":
+            continue
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": id_, "result": {"tools": TOOLS}})
         elif method == "tools/call":

@@ -174,6 +174,12 @@ impl Components {
         before != self.resources.len()
     }
 
+    /// Whether a resource at that URI exists.
+    #[must_use]
+    pub fn has_resource(&self, uri: &str) -> bool {
+        self.resources.iter().any(|r| r.info.uri() == uri)
+    }
+
     /// Adds a resource template.
     pub fn add_template(&mut self, template: ResourceTemplate) {
         self.templates.retain(|t| t.template != template.template);
@@ -185,6 +191,12 @@ impl Components {
         let before = self.templates.len();
         self.templates.retain(|t| t.template != template);
         before != self.templates.len()
+    }
+
+    /// Whether a resource template of that URI template exists.
+    #[must_use]
+    pub fn has_template(&self, template: &str) -> bool {
+        self.templates.iter().any(|t| t.template == template)
     }
 
     /// Orders every list canonically: tools and prompts by name, resources by URI,

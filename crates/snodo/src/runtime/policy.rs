@@ -119,6 +119,11 @@ impl Enforcer {
         }
     }
 
+    /// The policy enforced.
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
+    }
+
     /// The call's deadline, if the tool has one.
     pub(crate) fn timeout(&self) -> Option<Duration> {
         self.policy.timeout

@@ -174,6 +174,10 @@ fn plain(value: &mut Value) {
     }
 }
 
+/// A tool's limits and their state ([`Tool::limits`], [`Tool::share_limits`]).
+#[derive(Clone, Debug)]
+pub struct ToolLimits(Arc<Enforcer>);
+
 impl Tool {
     /// A tool named `name`. Give it a description and a handler.
     pub fn new(name: impl Into<String>) -> Self {
@@ -220,6 +224,30 @@ impl Tool {
     #[must_use]
     pub fn rate_limit(self, limit: RateLimit) -> Self {
         self.with_policy(|p| p.rate = Some(limit))
+    }
+
+    /// The state of this tool's limits (rate budgets, concurrency slots), to be
+    /// shared with a later definition of the same tool: `None` without limits.
+    #[must_use]
+    pub fn limits(&self) -> Option<ToolLimits> {
+        self.enforcer.clone().map(ToolLimits)
+    }
+
+    /// Takes the limits, and their state, of an earlier definition: calls admitted
+    /// by either count against the same budgets and slots (a component defined again,
+    /// e.g. a proxied tool at each listing of its backend, keeps its limits' state).
+    ///
+    /// ```
+    /// use snodo::Tool;
+    /// let first = Tool::new("t").max_concurrent(2);
+    /// let again = Tool::new("t").share_limits(&first.limits().unwrap());
+    /// assert!(again.limits().is_some());
+    /// ```
+    #[must_use]
+    pub fn share_limits(mut self, limits: &ToolLimits) -> Self {
+        self.policy = limits.0.policy();
+        self.enforcer = Some(Arc::clone(&limits.0));
+        self
     }
 
     /// Sets the description shown to the model.
