@@ -463,6 +463,31 @@ fn template() -> ResourceTemplate {
         })
 }
 
+/// A middleware layer that only passes the request on (`fixture --layers N`).
+struct PassThrough;
+
+impl snodo::middleware::Middleware for PassThrough {
+    async fn call(
+        &self,
+        request: snodo::middleware::Request<'_>,
+        next: snodo::middleware::Next<'_>,
+    ) -> snodo::middleware::Outcome {
+        next.run(request).await
+    }
+}
+
+/// Installs `n` pass-through layers on the runtime: the cost of the middleware path
+/// with nothing in it, measured by `SNODO_ARGS="--layers 1" bench/profile.sh server`.
+pub(crate) fn pass_through_layers(
+    mut builder: snodo::RuntimeBuilder,
+    n: usize,
+) -> snodo::RuntimeBuilder {
+    for _ in 0..n {
+        builder = builder.layer(PassThrough);
+    }
+    builder
+}
+
 /// Builds the fixture runtime for these dialects.
 pub(crate) fn runtime(
     protocols: Vec<&'static Dialect>,

@@ -154,6 +154,10 @@ enum Command {
         /// Speak MCP on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// Pass-through middleware layers around every request (they only call the next
+        /// one): what the middleware path costs, for `bench/profile.sh`.
+        #[arg(long, default_value_t = 0)]
+        layers: usize,
         #[command(flatten)]
         tasks: task_store::TaskStoreArgs,
         #[command(flatten)]
@@ -324,6 +328,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             profile,
             page_size,
             stdio,
+            layers,
             tasks,
             bus,
         } => {
@@ -332,6 +337,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             let shared = bus::Shared::connect(&bus).await?;
             let mut lane = None;
             let extend = |b| {
+                let b = fixture::pass_through_layers(b, layers);
                 let (b, c) = shared.fixture(shared.apply(b), config.clone());
                 lane = Some(c);
                 b
