@@ -365,6 +365,39 @@ async fn a_stream_that_never_reads_its_sse_does_not_block_the_others() {
     assert!(data <= 64, "stream 1 sent past its window: {data}");
 }
 
+/// A stream whose flow-control window the client never opens, while it reads the
+/// socket and answers PINGs (so no socket write ever pends), is ended after the write
+/// timeout: the task feeding it lets go and the execution is cancelled, rather than
+/// holding its slot for as long as the client likes.
+#[tokio::test]
+async fn a_stream_whose_window_never_opens_ends_after_the_write_timeout() {
+    let config = HttpConfig::default()
+        .disconnect_probe(Some(Duration::from_millis(20)), Duration::from_millis(5))
+        .write_timeout(Duration::from_millis(300));
+    let s = start(Transport::H2c, config).await;
+    let host = s.host();
+    // Every stream starts with a window of 0, and the client never sends WINDOW_UPDATE.
+    let mut io = raw_h2(&s, &[(0x4, 0)]).await;
+    let r = call(1, "wait", json!({"ms": 60_000, "tag": "h2-window-zero"}));
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::request(1, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    // The client keeps reading (and answering SETTINGS and PINGs) meanwhile.
+    let reader = async {
+        while let Some(f) = h2_raw::read_frame(&mut io, WAIT).await {
+            assert_ne!(f.kind, GOAWAY, "{f:?}");
+        }
+    };
+    tokio::select! {
+        () = reader => panic!("the connection ended"),
+        cancelled = support::saw_cancellation("h2-window-zero") => {
+            assert!(cancelled, "the stalled stream's execution was never cancelled");
+        }
+    }
+}
+
 #[tokio::test]
 async fn tls_reload_keeps_connections_and_refuses_a_bad_pair() {
     let s = start(Transport::H2Tls, HttpConfig::default()).await;

@@ -25,7 +25,11 @@ pub(crate) fn serve(
     principal: Option<&Principal>,
 ) -> Result<Response<Body>, Failure> {
     let mut subscription = Subscription::open(&shared.engine, id, call, principal)?;
-    let (mut sse, response) = SseStream::open(STREAM_DEPTH, shared.config.keep_alive);
+    let (mut sse, response) = SseStream::open(
+        STREAM_DEPTH,
+        shared.config.keep_alive,
+        shared.config.write_timeout,
+    );
     let engine = Arc::clone(&shared.engine);
     tokio::spawn(async move {
         loop {
