@@ -443,6 +443,13 @@ async fn a_stale_socket_is_replaced_and_a_live_one_refused() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    // Bound in a private folder and linked into place: no folder is left behind.
+    let beside: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".snodo-bind-"))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
     let live = bind_unix(&path).expect_err("someone listens there");
     assert!(
         live.to_string().contains("another server is listening"),
