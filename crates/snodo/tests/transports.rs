@@ -398,6 +398,25 @@ async fn a_stream_whose_window_never_opens_ends_after_the_write_timeout() {
     }
 }
 
+/// An idle HTTP/2 connection at its head deadline is sent GOAWAY before it closes, so
+/// the client knows not to start a stream on it.
+#[tokio::test]
+async fn an_idle_h2_connection_is_sent_goaway_at_the_head_deadline() {
+    let config = HttpConfig::default().header_read_timeout(Duration::from_millis(300));
+    let s = start(Transport::H2c, config).await;
+    let mut io = raw_h2(&s, &[]).await;
+    let host = s.host();
+    served_on(&mut io, &host, 1).await;
+    let mut goaway = None;
+    while let Some(f) = h2_raw::read_frame(&mut io, WAIT).await {
+        if f.kind == GOAWAY {
+            goaway = Some(f);
+        }
+    }
+    let goaway = goaway.expect("a GOAWAY before the connection closed");
+    assert_eq!(goaway.error_code(), Some(0), "NO_ERROR: {goaway:?}");
+}
+
 #[tokio::test]
 async fn tls_reload_keeps_connections_and_refuses_a_bad_pair() {
     let s = start(Transport::H2Tls, HttpConfig::default()).await;

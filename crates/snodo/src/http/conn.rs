@@ -115,6 +115,10 @@ impl Builders {
     }
 }
 
+/// How long a connection closed at its head deadline has to end gracefully (an HTTP/2
+/// GOAWAY written) before it is cut off.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
 /// How long the accept loop pauses after a failed `accept`.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -436,11 +440,23 @@ impl Served {
                 _ = &mut serving => break,
                 why = &mut expired => {
                     match why {
-                        Expired::Head => tracing::debug!("closing a connection that sent no request head in time"),
-                        Expired::Write => tracing::debug!("closing a connection whose client stopped reading its answer"),
+                        Expired::Head => {
+                            tracing::debug!("closing a connection that sent no request head in time");
+                            // Closed gracefully (HTTP/2: GOAWAY, so the client knows
+                            // not to send on it), then cut off after a short grace.
+                            drain.drain();
+                            if tokio::time::timeout(CLOSE_GRACE, &mut serving).await.is_err() {
+                                serving.abort();
+                                let _ = serving.await;
+                            }
+                        }
+                        Expired::Write => {
+                            // The client reads nothing: a GOAWAY would not reach it.
+                            tracing::debug!("closing a connection whose client stopped reading its answer");
+                            serving.abort();
+                            let _ = serving.await;
+                        }
                     }
-                    serving.abort();
-                    let _ = serving.await;
                     break;
                 }
                 () = closing.cancelled(), if !closing_seen => {
