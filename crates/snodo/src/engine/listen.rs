@@ -97,6 +97,31 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// What a subscriber that may have missed changes (it fell behind, or the bus was
+    /// away) is told: every list it watches changed, and every resource it watches was
+    /// updated.
+    fn everything(&self, id: &RequestId) -> Vec<Bytes> {
+        let lists = [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+        ];
+        let meta = json!({ SUBSCRIPTION_ID: id });
+        let resources = self.watched.iter().map(|uri| {
+            notification_message(
+                "notifications/resources/updated",
+                &json!({"_meta": meta, "uri": uri}),
+            )
+        });
+        lists
+            .iter()
+            .filter_map(|c| self.message(c, id))
+            .chain(resources)
+            .collect()
+    }
+}
+
 /// `notifications/tasks` with the task's `DetailedTask`, tagged with the subscription.
 fn task_message(task: &crate::tasks::TaskRecord, id: &RequestId) -> Bytes {
     let mut params = crate::tasks::wire::detailed(task);
@@ -215,11 +240,8 @@ impl Subscription {
                 changed = self.tasks.next() => changed.iter().map(|t| task_message(t, &self.id)).collect(),
                 change = self.changes.recv() => match change {
                     Some(Received::Item(change)) => self.filter.message(&change, &self.id).into_iter().collect(),
-                    // Fell behind, or the bus was away: every watched list may have changed.
-                    Some(Received::Lagged(_) | Received::Resync) => [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
-                        .iter()
-                        .filter_map(|c| self.filter.message(c, &self.id))
-                        .collect(),
+                    // Fell behind, or the bus was away: anything watched may have changed.
+                    Some(Received::Lagged(_) | Received::Resync) => self.filter.everything(&self.id),
                     None => return ListenStep::Gone,
                 },
             };
