@@ -417,6 +417,39 @@ async fn an_idle_h2_connection_is_sent_goaway_at_the_head_deadline() {
     assert_eq!(goaway.error_code(), Some(0), "NO_ERROR: {goaway:?}");
 }
 
+/// A connection whose answer can never be written (an HTTP/2 stream whose window the
+/// client never opens) does not outlive the server: once the drain and its grace have
+/// passed, it is cut off.
+#[tokio::test]
+async fn a_stalled_connection_is_cut_off_when_the_server_stops() {
+    let mut s = start(Transport::H2c, HttpConfig::default()).await;
+    let host = s.host();
+    let mut io = raw_h2(&s, &[(0x4, 0)]).await;
+    let r = R2026_07_28.request("tools/list").id(1);
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::request(1, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    h2_raw::read_until(&mut io, WAIT, |f| f.stream == 1 && f.is_ok_headers())
+        .await
+        .expect("the answer's head is sent (its body waits for the window)");
+    s.shutdown();
+    tokio::time::timeout(Duration::from_secs(15), s.done.take().unwrap())
+        .await
+        .expect("the server stopped")
+        .unwrap();
+    // The connection ends soon after (read_frame: None at its end).
+    let ended = tokio::time::timeout(Duration::from_secs(3), async {
+        while h2_raw::read_frame(&mut io, Duration::from_secs(5))
+            .await
+            .is_some()
+        {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection outlived the server");
+}
+
 #[tokio::test]
 async fn tls_reload_keeps_connections_and_refuses_a_bad_pair() {
     let s = start(Transport::H2Tls, HttpConfig::default()).await;
