@@ -324,6 +324,7 @@ async fn the_bus_cut_and_back() {
         .bus(Arc::clone(&a))
         .rate_limits_when_bus_down(snodo::bus::WhenDown::Closed)
         .list_changed(true)
+        .resource_subscriptions(true)
         .tool(
             Tool::new("limited")
                 .rate_limit(RateLimit::per_principal(5, Duration::from_secs(60)))
@@ -337,7 +338,11 @@ async fn the_bus_cut_and_back() {
         start(closed).await,
         start(runtime(Arc::clone(&b), cancelled)).await,
     );
-    let mut on_a = listen(ia.addr, json!({"toolsListChanged": true})).await;
+    let mut on_a = listen(
+        ia.addr,
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://watched"]}),
+    )
+    .await;
     assert!(
         call_limited(ia.addr, 1).await,
         "admitted while the bus is up"
@@ -368,5 +373,12 @@ async fn the_bus_cut_and_back() {
         .await
         .unwrap_or_else(|| panic!("the listener was not told"));
     assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    // And every resource it watches was updated.
+    let n = on_a
+        .next(WAIT)
+        .await
+        .unwrap_or_else(|| panic!("the resource watcher was not told"));
+    assert_eq!(n["method"], "notifications/resources/updated", "{n}");
+    assert_eq!(n["params"]["uri"], "test://watched", "{n}");
     println!("refused and admitted while down in {took:?}; listener told on reconnect");
 }

@@ -74,7 +74,8 @@ impl Shared {
         {
             let _ = (instance, &args.bus_when_down, &args.bus_lane_token);
             Err(format!(
-                "--bus {url:?}: snodo was built without the `bus` feature"
+                "--bus {:?}: snodo was built without the `bus` feature",
+                redacted(url)
             ))
         }
         #[cfg(feature = "bus")]
@@ -93,7 +94,10 @@ impl Shared {
                             .map_err(|e| format!("--bus: {e}"))?,
                     )
                 } else {
-                    return Err(format!("--bus {url:?}: expected postgres://… or redis://…"));
+                    return Err(format!(
+                        "--bus {:?}: expected postgres://… or redis://…",
+                        redacted(url)
+                    ));
                 };
             let when_down = match args.bus_when_down {
                 Fail::Open => WhenDown::Open,
@@ -171,5 +175,34 @@ impl Authenticator for LaneToken {
             .get(http::header::AUTHORIZATION)
             .is_some_and(|v| v.as_bytes() == self.0.as_bytes());
         Box::pin(async move { Ok(lane.then(|| Principal::new("lane"))) })
+    }
+}
+
+/// `url` with its user information (a password) replaced by `***`, for messages.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_bus_url_is_shown_without_its_password() {
+        assert_eq!(
+            redacted("postgres://snodo:s3cret@db:5432/app?sslmode=require"),
+            "postgres://***@db:5432/app?sslmode=require"
+        );
+        assert_eq!(redacted("redis://:pw@h:6379/0"), "redis://***@h:6379/0");
+        assert_eq!(redacted("redis://h:6379/0?x=a@b"), "redis://h:6379/0?x=a@b");
+        assert_eq!(redacted("nats://u:p@h"), "nats://***@h");
+        assert_eq!(redacted("not a url"), "not a url");
     }
 }

@@ -14,7 +14,7 @@ use crate::client::{Client, Inner, State, unsolicited_loop};
 use crate::error::ClientError;
 use crate::handlers::{CallHandler, EventFn, Handler, Handlers, LogFn, ProgressFn};
 use crate::http::{HttpTransport, InProcess};
-use crate::hyper_client::{HTTPS, Hyper};
+use crate::hyper_client::{HTTPS, Hyper, SocketOrigin};
 use crate::stdio::StdioTransport;
 use crate::transport::Transport;
 
@@ -257,7 +257,9 @@ impl ClientBuilder {
 
     /// Reach the server through the Unix socket at `path` (HTTP over a local byte
     /// stream): [`connect_http`](Self::connect_http)'s URL then gives only the path
-    /// and the `Host` sent, e.g. `http://localhost/mcp`.
+    /// and the `Host` sent, e.g. `http://localhost/mcp`. With [`oauth`](Self::oauth),
+    /// only requests to that URL's origin go to the socket; authorization servers are
+    /// reached over TCP (TLS for `https://`).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), snodo_client::ClientError> {
@@ -304,9 +306,15 @@ impl ClientBuilder {
         }
         let headers = self.headers.clone();
         let sender: Arc<dyn crate::http::Sender> = Arc::new(Hyper::new(&self.http)?);
-        let mut t = HttpTransport::new(sender.clone(), uri, headers);
+        let mut t = HttpTransport::new(sender.clone(), uri.clone(), headers);
         if let Some(cfg) = self.oauth.clone() {
-            t = t.with_auth(crate::auth::Session::new(cfg, sender, url));
+            // Over a socket only the MCP URL's origin is the socket's.
+            let auth: Arc<dyn crate::http::Sender> = if self.http.unix_socket.is_some() {
+                Arc::new(SocketOrigin::new(&uri, sender, &self.http)?)
+            } else {
+                sender
+            };
+            t = t.with_auth(crate::auth::Session::new(cfg, auth, url));
         }
         self.finish(Arc::new(t)).await
     }

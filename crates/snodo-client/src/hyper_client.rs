@@ -6,10 +6,13 @@
 //! HTTP/2 carries every call of a client on one connection (hyper multiplexes them as
 //! streams); in cleartext it is spoken only when asked ([`HttpOptions::http2_prior_knowledge`]),
 //! since an `http://` server need not know it. Over a Unix socket the URL's authority
-//! is only the `Host` sent.
+//! is only the `Host` sent; a socket client's OAuth traffic to any other origin
+//! (authorization servers, their metadata) goes over TCP, with TLS for `https://`
+//! ([`SocketOrigin`]).
 
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -126,6 +129,51 @@ impl Sender for Hyper {
                     ClientError::Transport(text)
                 })
         })
+    }
+}
+
+/// The sender of a Unix-socket client's OAuth requests: those to the MCP URL's origin
+/// (its protected-resource metadata) go to the socket, every other one (authorization
+/// servers, their metadata, token requests) over TCP, with TLS for `https://`, exactly
+/// as a client without a socket would send them, never in plaintext to the socket.
+pub(crate) struct SocketOrigin {
+    origin: (Option<http::uri::Scheme>, Option<http::uri::Authority>),
+    socket: Arc<dyn Sender>,
+    network: Hyper,
+}
+
+impl SocketOrigin {
+    /// Routes `mcp`'s origin to `socket` and the rest over the network, with
+    /// `options`' trust anchors.
+    pub(crate) fn new(
+        mcp: &Uri,
+        socket: Arc<dyn Sender>,
+        options: &HttpOptions,
+    ) -> Result<Self, ClientError> {
+        let network = Hyper::new(&HttpOptions {
+            http2_prior_knowledge: false,
+            unix_socket: None,
+            root_certificates_pem: options.root_certificates_pem.clone(),
+        })?;
+        Ok(Self {
+            origin: (mcp.scheme().cloned(), mcp.authority().cloned()),
+            socket,
+            network,
+        })
+    }
+}
+
+impl Sender for SocketOrigin {
+    fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> BoxFuture<'static, Result<Response<HttpBody>, ClientError>> {
+        let uri = req.uri();
+        if uri.scheme() == self.origin.0.as_ref() && uri.authority() == self.origin.1.as_ref() {
+            self.socket.send(req)
+        } else {
+            self.network.send(req)
+        }
     }
 }
 

@@ -47,6 +47,8 @@ struct Mock {
     always_401: bool,
     /// The tokens' `expires_in`.
     expires_in: u64,
+    /// Where the authorization server lives when not at `base` (`{as_base}/as`).
+    as_base: Option<String>,
     log: Arc<Mutex<Log>>,
     valid: Arc<Mutex<HashSet<String>>>,
     /// The refresh token the server will accept next.
@@ -58,7 +60,7 @@ struct Mock {
 
 impl Mock {
     fn issuer(&self) -> String {
-        format!("{}/as", self.base)
+        format!("{}/as", self.as_base.as_deref().unwrap_or(&self.base))
     }
     fn next(&self, prefix: &str) -> String {
         let mut n = lock(&self.counter);
@@ -227,6 +229,7 @@ async fn start(f: impl FnOnce(&mut Mock)) -> Mock {
         refuse_tokens: false,
         always_401: false,
         expires_in: 3600,
+        as_base: None,
         log: Arc::default(),
         valid: Arc::default(),
         refresh: Arc::default(),
@@ -414,4 +417,41 @@ async fn tokens_about_to_expire_are_refreshed_once_for_concurrent_calls() {
     assert_eq!(before, 0, "a fresh token was refreshed");
     assert_eq!(refreshes(&m.log()), 1, "one refresh for the six calls");
     assert_eq!(m.log().authorize.len(), 1);
+}
+
+/// A client on a Unix socket sends only the MCP URL's origin to the socket: the
+/// authorization server (another origin) is reached over TCP, as without a socket,
+/// never through the socket in plaintext.
+#[tokio::test]
+async fn over_a_unix_socket_the_authorization_server_is_reached_over_tcp() {
+    // The authorization server: the TCP mock (its `/as/...` routes).
+    let tcp = start(|_| {}).await;
+    // The resource server on the socket, naming the TCP authorization server.
+    let mut on_socket = tcp.clone();
+    on_socket.base = "http://localhost".into();
+    on_socket.as_base = Some(tcp.base.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let app = Router::new()
+        .route("/.well-known/oauth-protected-resource/mcp", get(prm))
+        .route("/mcp", post(mcp))
+        .with_state(on_socket);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let client = support::builder()
+        .unix_socket(&path)
+        .oauth(config(Arc::new(MemoryStore::new())))
+        .connect_http("http://localhost/mcp")
+        .await
+        .unwrap();
+    assert!(!client.list_tools().await.unwrap().is_empty());
+    let log = tcp.log();
+    assert_eq!(
+        log.token.len(),
+        1,
+        "the token request reached the TCP server"
+    );
+    assert_eq!(log.token[0]["resource"], "http://localhost/mcp");
 }

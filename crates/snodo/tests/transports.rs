@@ -465,6 +465,91 @@ async fn a_stream_that_never_reads_its_sse_does_not_block_the_others() {
     assert!(data <= 64, "stream 1 sent past its window: {data}");
 }
 
+/// A stream whose flow-control window the client never opens, while it reads the
+/// socket and answers PINGs (so no socket write ever pends), is ended after the write
+/// timeout: the task feeding it lets go and the execution is cancelled, rather than
+/// holding its slot for as long as the client likes.
+#[tokio::test]
+async fn a_stream_whose_window_never_opens_ends_after_the_write_timeout() {
+    let config = HttpConfig::default()
+        .disconnect_probe(Some(Duration::from_millis(20)), Duration::from_millis(5))
+        .write_timeout(Duration::from_millis(300));
+    let s = start(Transport::H2c, config).await;
+    let host = s.host();
+    // Every stream starts with a window of 0, and the client never sends WINDOW_UPDATE.
+    let mut io = raw_h2(&s, &[(0x4, 0)]).await;
+    let r = call(1, "wait", json!({"ms": 60_000, "tag": "h2-window-zero"}));
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::request(1, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    // The client keeps reading (and answering SETTINGS and PINGs) meanwhile.
+    let reader = async {
+        while let Some(f) = h2_raw::read_frame(&mut io, WAIT).await {
+            assert_ne!(f.kind, GOAWAY, "{f:?}");
+        }
+    };
+    tokio::select! {
+        () = reader => panic!("the connection ended"),
+        cancelled = support::saw_cancellation("h2-window-zero") => {
+            assert!(cancelled, "the stalled stream's execution was never cancelled");
+        }
+    }
+}
+
+/// An idle HTTP/2 connection at its head deadline is sent GOAWAY before it closes, so
+/// the client knows not to start a stream on it.
+#[tokio::test]
+async fn an_idle_h2_connection_is_sent_goaway_at_the_head_deadline() {
+    let config = HttpConfig::default().header_read_timeout(Duration::from_millis(300));
+    let s = start(Transport::H2c, config).await;
+    let mut io = raw_h2(&s, &[]).await;
+    let host = s.host();
+    served_on(&mut io, &host, 1).await;
+    let mut goaway = None;
+    while let Some(f) = h2_raw::read_frame(&mut io, WAIT).await {
+        if f.kind == GOAWAY {
+            goaway = Some(f);
+        }
+    }
+    let goaway = goaway.expect("a GOAWAY before the connection closed");
+    assert_eq!(goaway.error_code(), Some(0), "NO_ERROR: {goaway:?}");
+}
+
+/// A connection whose answer can never be written (an HTTP/2 stream whose window the
+/// client never opens) does not outlive the server: once the drain and its grace have
+/// passed, it is cut off.
+#[tokio::test]
+async fn a_stalled_connection_is_cut_off_when_the_server_stops() {
+    let mut s = start(Transport::H2c, HttpConfig::default()).await;
+    let host = s.host();
+    let mut io = raw_h2(&s, &[(0x4, 0)]).await;
+    let r = R2026_07_28.request("tools/list").id(1);
+    let headers = r.headers();
+    let block = h2_raw::block(&h2_raw::post_fields(&host, &headers));
+    io.write_all(&h2_raw::request(1, &block, r.body().as_bytes()))
+        .await
+        .unwrap();
+    h2_raw::read_until(&mut io, WAIT, |f| f.stream == 1 && f.is_ok_headers())
+        .await
+        .expect("the answer's head is sent (its body waits for the window)");
+    s.shutdown();
+    tokio::time::timeout(Duration::from_secs(15), s.done.take().unwrap())
+        .await
+        .expect("the server stopped")
+        .unwrap();
+    // The connection ends soon after (read_frame: None at its end).
+    let ended = tokio::time::timeout(Duration::from_secs(3), async {
+        while h2_raw::read_frame(&mut io, Duration::from_secs(5))
+            .await
+            .is_some()
+        {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection outlived the server");
+}
+
 #[tokio::test]
 async fn tls_reload_keeps_connections_and_refuses_a_bad_pair() {
     let s = start(Transport::H2Tls, HttpConfig::default()).await;
@@ -510,6 +595,13 @@ async fn a_stale_socket_is_replaced_and_a_live_one_refused() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    // Bound in a private folder and linked into place: no folder is left behind.
+    let beside: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".snodo-bind-"))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
     let live = bind_unix(&path).expect_err("someone listens there");
     assert!(
         live.to_string().contains("another server is listening"),

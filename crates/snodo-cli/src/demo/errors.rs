@@ -3,12 +3,12 @@
 //!
 //! A hidden, missing or outside path is the dialect's not-found error, the same for
 //! all three. A system that cannot do it *now* (out of file descriptors or memory) is
-//! said as such and marked retryable: the runtime has no retryable mark for a handler's
-//! error (its own are the overload answer and the tool limits), so the demo adds the
-//! smallest one — `data: {"retryable": true}` on a JSON-RPC error, and
-//! `_meta["io.snodo/retryable"]: true` on a tool error (which the model reads).
+//! said as such and marked retryable — [`RpcError::retry_later`] on a JSON-RPC error
+//! (`data: {"retryable": true}`, and `503` where statuses follow codes: a read did
+//! nothing, so a retry is safe), and `_meta["io.snodo/retryable"]: true` on a tool error
+//! (which the model reads).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use snodo::{HandlerError, RpcError, ToolResult};
 
 use super::fs::{MAX_FILE_BYTES, Refusal};
@@ -27,7 +27,7 @@ pub(crate) fn handler_error(refusal: Refusal, what: &str) -> HandlerError {
         ))
         .into(),
         Refusal::Unavailable(e) => RpcError::internal(unavailable(what, &e))
-            .with_data(json!({"retryable": true}))
+            .retry_later()
             .into(),
         Refusal::Failed(e) => RpcError::internal(format!("Cannot read {what}: {e}")).into(),
     }

@@ -6,10 +6,11 @@
 //! Without a configured bus the runtime holds no link: changes go straight to the
 //! local listeners, as they always did.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{Semaphore, broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::{Address, Bus, BusState, Event, InstanceId, Message, Received, Subscription};
@@ -22,6 +23,12 @@ use crate::runtime::pending::{Answer, PendingRequests};
 /// Changes queued for the bus before the pump publishes them; past it, a change is
 /// delivered locally only (and logged).
 const OUTBOX: usize = 1024;
+
+/// Forwarded cancellations and answers on their way to the bus at once; past it, one
+/// is dropped (and counted), so a caller flooding answers or cancellations for ids no
+/// request here holds cannot queue unbounded sends (on PostgreSQL, in front of the
+/// heartbeat on the pool).
+const MAX_FORWARDS: usize = 64;
 
 /// What a tool's deployment-wide `rate_limit` does while the bus is down.
 ///
@@ -77,6 +84,10 @@ pub(crate) struct Link {
     /// Registries of the endpoints' cancellable requests, which a forwarded
     /// cancellation may name.
     targets: Mutex<Vec<Weak<InFlight>>>,
+    /// Permits of the forwards in flight ([`MAX_FORWARDS`]).
+    forwards: Arc<Semaphore>,
+    /// Forwards dropped: the bus was down or [`MAX_FORWARDS`] were in flight.
+    dropped: AtomicU64,
     /// Cancelled when the link is dropped: its background tasks end then, not at the
     /// bus's next message or state change.
     gone: CancellationToken,
@@ -107,6 +118,8 @@ impl Link {
             outbox: OnceLock::new(),
             started: OnceLock::new(),
             targets: Mutex::new(Vec::new()),
+            forwards: Arc::new(Semaphore::new(MAX_FORWARDS)),
+            dropped: AtomicU64::new(0),
             gone: CancellationToken::new(),
         }
     }
@@ -208,17 +221,33 @@ impl Link {
         self.spawn_send(Address::Instance(holder), message)
     }
 
+    /// Sends `message` in the background; `false` (the message dropped) while the bus is
+    /// down, outside a tokio runtime, or with [`MAX_FORWARDS`] sends already in flight.
     fn spawn_send(&self, to: Address, message: Message) -> bool {
-        if tokio::runtime::Handle::try_current().is_err() {
+        if !self.is_up() || tokio::runtime::Handle::try_current().is_err() {
+            self.dropped_one("the bus is down");
             return false;
         }
+        let Ok(permit) = Arc::clone(&self.forwards).try_acquire_owned() else {
+            self.dropped_one("too many forwards in flight");
+            return false;
+        };
         let bus = Arc::clone(&self.bus);
         tokio::spawn(async move {
+            let _permit = permit;
             if let Err(e) = bus.send(to, message).await {
                 tracing::warn!(target: "snodo::bus", error = %e, "could not forward a message on the bus");
             }
         });
         true
+    }
+
+    /// Counts a dropped forward; logs the first and then every power of two.
+    fn dropped_one(&self, why: &str) {
+        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!(target: "snodo::bus", dropped = n, "a cancellation or answer was not forwarded: {why}");
+        }
     }
 
     /// Cancels a forwarded cancellation's request if an endpoint here holds it.
@@ -245,9 +274,19 @@ pub(crate) fn with_holder(id: String, me: &InstanceId) -> String {
     format!("{id}{HOLDER}{me}")
 }
 
-/// The instance a server request id names, if any.
+/// The instance a server request id names, if any: only an id of the shape this
+/// runtime gives its server requests (`snodo-N-HASH@INSTANCE`, `runtime/pending.rs`),
+/// so a caller's made-up ids are not forwarded.
 fn holder(id: &str) -> Option<InstanceId> {
-    InstanceId::new(id.rsplit_once(HOLDER)?.1).ok()
+    let (own, instance) = id.rsplit_once(HOLDER)?;
+    let (n, hash) = own.strip_prefix("snodo-")?.split_once('-')?;
+    let hex = |s: &str, max: usize| {
+        !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    if !(hex(n, 16) && hash.len() == 16 && hex(hash, 16)) {
+        return None;
+    }
+    InstanceId::new(instance).ok()
 }
 
 /// The key of a forwarded cancellation: the principal, its scope and the request id.
@@ -365,6 +404,9 @@ async fn watch_state(
 
 #[cfg(test)]
 mod tests {
+    use futures_util::future::BoxFuture;
+
+    use super::super::{BusError, Count, MemoryBus};
     use super::*;
 
     #[test]
@@ -374,8 +416,90 @@ mod tests {
         assert_eq!(parse_cancel_key(&key), Some((p, RequestId::Number(7))));
         assert_eq!(parse_cancel_key("[1]"), None);
         let me = InstanceId::new("web-1.a").unwrap_or_else(|_| InstanceId::random());
-        let id = with_holder("snodo-1-ab".into(), &me);
-        assert_eq!(holder(&id), Some(me));
-        assert_eq!(holder("snodo-1-ab"), None);
+        let id = with_holder("snodo-1-00000000000000ab".into(), &me);
+        assert_eq!(holder(&id), Some(me.clone()));
+        assert_eq!(holder("snodo-1-00000000000000ab"), None);
+        // Only ids of the runtime's own shape name an instance.
+        assert_eq!(holder(&with_holder("x".into(), &me)), None);
+        assert_eq!(holder(&with_holder("snodo-1-ab".into(), &me)), None);
+        assert_eq!(
+            holder(&with_holder("snodo--00000000000000ab".into(), &me)),
+            None
+        );
+    }
+
+    /// A bus whose sends never complete (a server that stopped answering), whose state
+    /// the test sets; the rest is a [`MemoryBus`].
+    #[derive(Debug)]
+    struct Stuck {
+        inner: MemoryBus,
+        sends: std::sync::atomic::AtomicUsize,
+        state: tokio::sync::watch::Sender<BusState>,
+    }
+
+    impl Bus for Stuck {
+        fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
+            self.inner.publish(event)
+        }
+        fn events(&self) -> Subscription<Event> {
+            self.inner.events()
+        }
+        fn send(&self, _: Address, _: Message) -> BoxFuture<'_, Result<(), BusError>> {
+            self.sends.fetch_add(1, Ordering::Relaxed);
+            Box::pin(std::future::pending())
+        }
+        fn messages<'a>(
+            &'a self,
+            me: &'a InstanceId,
+        ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
+            self.inner.messages(me)
+        }
+        fn count<'a>(
+            &'a self,
+            key: &'a str,
+            by: u64,
+            window: std::time::Duration,
+        ) -> BoxFuture<'a, Result<Count, BusError>> {
+            self.inner.count(key, by, window)
+        }
+        fn state(&self) -> tokio::sync::watch::Receiver<BusState> {
+            self.state.subscribe()
+        }
+    }
+
+    /// A flood of answers and cancellations for ids held elsewhere starts at most
+    /// `MAX_FORWARDS` sends, and none while the bus is down.
+    #[tokio::test]
+    async fn forwards_are_bounded_and_none_while_down() {
+        let bus = Arc::new(Stuck {
+            inner: MemoryBus::new(),
+            sends: Default::default(),
+            state: tokio::sync::watch::Sender::new(BusState::Down),
+        });
+        let link = Link::new(bus.clone(), InstanceId::random(), WhenDown::Open);
+        let other = InstanceId::random();
+        let p = Principal::new("alice");
+        for i in 0..100u32 {
+            assert!(!link.forward_answer(
+                &with_holder(format!("snodo-{i:x}-0123456789abcdef"), &other),
+                Ok(Value::Null)
+            ));
+            link.forward_cancel(&p, &RequestId::Number(i.into()));
+        }
+        tokio::task::yield_now().await;
+        assert_eq!(bus.sends.load(Ordering::Relaxed), 0, "sent while down");
+        bus.state.send_replace(BusState::Up);
+        for i in 0..1000u32 {
+            let _ = link.forward_answer(
+                &with_holder(format!("snodo-{i:x}-0123456789abcdef"), &other),
+                Ok(Value::Null),
+            );
+            link.forward_cancel(&p, &RequestId::Number(i.into()));
+        }
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(bus.sends.load(Ordering::Relaxed), MAX_FORWARDS);
+        assert!(link.dropped.load(Ordering::Relaxed) >= 2000 - 64);
     }
 }

@@ -272,12 +272,17 @@ impl Subscription {
                             Vec::new()
                         }
                     }
-                    // Fell behind, or the bus was away: every watched list may have changed.
-                    Some(Received::Lagged(_) | Received::Resync) => [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
-                        .iter()
-                        .filter(|c| self.filter.wants(c))
-                        .map(|c| self.notes.message(c))
-                        .collect(),
+                    // Fell behind, or the bus was away: every watched list may have
+                    // changed and every watched resource may have been updated.
+                    Some(Received::Lagged(_) | Received::Resync) => {
+                        let mut out: Vec<Bytes> = [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
+                            .iter()
+                            .filter(|c| self.filter.wants(c))
+                            .map(|c| self.notes.message(c))
+                            .collect();
+                        out.extend(self.filter.watched.iter().map(|uri| self.notes.updated(uri)));
+                        out
+                    }
                     None => return ListenStep::Gone,
                 },
             };

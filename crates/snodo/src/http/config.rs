@@ -99,10 +99,11 @@ pub struct Http2Limits {
 }
 
 impl Http2Limits {
-    /// Sets the streams open at once on one connection.
+    /// Sets the streams open at once on one connection (at most 65 535: more is held
+    /// to that).
     #[must_use]
     pub fn max_concurrent_streams(mut self, n: u32) -> Self {
-        self.max_concurrent_streams = n;
+        self.max_concurrent_streams = n.min(super::head_deadline::MAX_RESPONSES);
         self
     }
 

@@ -115,6 +115,10 @@ impl Builders {
     }
 }
 
+/// How long a connection closed at its head deadline has to end gracefully (an HTTP/2
+/// GOAWAY written) before it is cut off.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
 /// How long the accept loop pauses after a failed `accept`.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -150,6 +154,8 @@ impl AcceptFailures {
 #[derive(Debug)]
 pub(crate) struct Open {
     connections: TaskTracker,
+    /// Cut off every connection still open (after the drain and its grace).
+    abort: CancellationToken,
 }
 
 impl Open {
@@ -170,7 +176,12 @@ impl Open {
             return true;
         }
         overdue();
-        let _ = tokio::time::timeout(grace, &mut done).await;
+        if tokio::time::timeout(grace, &mut done).await.is_err() {
+            // What is left (a client that never lets an answer be written, e.g. an HTTP/2
+            // stream whose window stays shut) is cut off, so nothing outlives the server.
+            self.abort.cancel();
+            let _ = tokio::time::timeout(grace, &mut done).await;
+        }
         false
     }
 }
@@ -196,6 +207,7 @@ where
 {
     let tracker = TaskTracker::new();
     let closing = CancellationToken::new();
+    let abort = CancellationToken::new();
     let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let builders = Arc::new(Builders::new(&limits));
     tokio::pin!(shutdown);
@@ -230,6 +242,7 @@ where
             tls: tls.clone(),
             builders: Arc::clone(&builders),
             closing: closing.clone(),
+            abort: abort.clone(),
         };
         tracker.spawn(connection.serve(handler.clone()));
     }
@@ -237,6 +250,7 @@ where
     closing.cancel();
     Open {
         connections: tracker,
+        abort,
     }
 }
 
@@ -248,6 +262,7 @@ struct Connection<S> {
     tls: Option<TlsAcceptor>,
     builders: Arc<Builders>,
     closing: CancellationToken,
+    abort: CancellationToken,
 }
 
 impl<S: Stream> Connection<S> {
@@ -263,6 +278,7 @@ impl<S: Stream> Connection<S> {
             tls,
             builders,
             closing,
+            abort,
         } = self;
         // A client that sends nothing at all must not hold a connection slot, nor
         // delay shutdown.
@@ -282,6 +298,7 @@ impl<S: Stream> Connection<S> {
             limits,
             builders,
             closing,
+            abort,
         };
         match tls {
             None => served.run(io, speaks, handler).await,
@@ -317,6 +334,8 @@ struct Served {
     limits: ConnLimits,
     builders: Arc<Builders>,
     closing: CancellationToken,
+    /// Cancelled when the server gives up on its drain: the connection is cut off.
+    abort: CancellationToken,
 }
 
 /// Tells a connection to drain: hyper's graceful shutdown (HTTP/1.1 ends after the
@@ -390,6 +409,7 @@ impl Served {
             limits,
             builders,
             closing,
+            abort,
         } = self;
         let answer = {
             let deadline = Arc::clone(&deadline);
@@ -436,9 +456,26 @@ impl Served {
                 _ = &mut serving => break,
                 why = &mut expired => {
                     match why {
-                        Expired::Head => tracing::debug!("closing a connection that sent no request head in time"),
-                        Expired::Write => tracing::debug!("closing a connection whose client stopped reading its answer"),
+                        Expired::Head => {
+                            tracing::debug!("closing a connection that sent no request head in time");
+                            // Closed gracefully (HTTP/2: GOAWAY, so the client knows
+                            // not to send on it), then cut off after a short grace.
+                            drain.drain();
+                            if tokio::time::timeout(CLOSE_GRACE, &mut serving).await.is_err() {
+                                serving.abort();
+                                let _ = serving.await;
+                            }
+                        }
+                        Expired::Write => {
+                            // The client reads nothing: a GOAWAY would not reach it.
+                            tracing::debug!("closing a connection whose client stopped reading its answer");
+                            serving.abort();
+                            let _ = serving.await;
+                        }
                     }
+                    break;
+                }
+                () = abort.cancelled() => {
                     serving.abort();
                     let _ = serving.await;
                     break;

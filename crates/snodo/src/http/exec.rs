@@ -114,6 +114,7 @@ fn answer(
         let engine = &shared.engine;
         let dialect = exec.dialect();
         let keep_alive = shared.config.keep_alive;
+        let write_timeout = shared.config.write_timeout;
         let probe = shared.config.disconnect_probe;
 
         let first = tokio::select! {
@@ -142,7 +143,11 @@ fn answer(
                         return response::answer(status, body, retry);
                     }
                     // Notifications were queued when the handler finished: send them first.
-                    let (sse, response) = SseStream::open((pending.len() + 1) * FRAMES_PER_EVENT, keep_alive);
+                    let (sse, response) = SseStream::open(
+                        (pending.len() + 1) * FRAMES_PER_EVENT,
+                        keep_alive,
+                        write_timeout,
+                    );
                     for m in pending.into_iter().chain(std::iter::once(body)) {
                         sse.push(m);
                     }
@@ -155,7 +160,7 @@ fn answer(
 
         // From here on the response is an event stream fed by a task that owns the
         // execution (its slot, its registration and its cancellation).
-        let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive);
+        let (mut sse, response) = SseStream::open(STREAM_DEPTH, keep_alive, write_timeout);
         sse.push_frame(first);
         let open = engine.observe.stream("sse");
         let shared = Arc::clone(shared);

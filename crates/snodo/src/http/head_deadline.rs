@@ -67,6 +67,11 @@ pub(super) enum Expired {
 const BUSY_ONE: u64 = 1 << 48;
 const SINCE_MASK: u64 = BUSY_ONE - 1;
 
+/// The most responses one connection's note counts (its high 16 bits): the most
+/// HTTP/2 streams a connection may have open ([`Http2Limits`](super::Http2Limits)
+/// holds its setting to it), so the count never wraps to look idle.
+pub(super) const MAX_RESPONSES: u32 = u16::MAX as u32;
+
 impl HeadDeadline {
     /// A connection accepted now, waiting for its first head.
     pub(super) fn new(timeout: Duration, write_timeout: Duration) -> Arc<Self> {
@@ -325,6 +330,22 @@ mod tests {
         assert!(d.note.load(Ordering::Relaxed) >= BUSY_ONE);
         drop(b);
         assert!(d.note.load(Ordering::Relaxed) < BUSY_ONE);
+    }
+
+    /// The most responses a connection may have open still count as busy.
+    #[test]
+    fn the_most_responses_do_not_wrap() {
+        let limits = super::super::Http2Limits::default().max_concurrent_streams(u32::MAX);
+        assert_eq!(limits.max_concurrent_streams, MAX_RESPONSES);
+        let d = HeadDeadline::new(Duration::from_secs(1), Duration::from_secs(1));
+        let open: Vec<Answering> = (0..MAX_RESPONSES).map(|_| d.begin()).collect();
+        assert!(!d.is_idle());
+        assert_eq!(
+            d.note.load(Ordering::Relaxed) >> 48,
+            u64::from(MAX_RESPONSES)
+        );
+        drop(open);
+        assert!(d.is_idle());
     }
 
     /// A pending write is cut off by the write deadline, whatever the head deadline;

@@ -186,7 +186,7 @@ pub(crate) struct UnixSocket {
 impl UnixSocket {
     /// Binds `path` with the file mode `mode` (e.g. `0o660`; `None` leaves the umask's).
     pub(crate) fn bind(path: &Path, mode: Option<u32>) -> io::Result<Self> {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
         match std::fs::symlink_metadata(path) {
             Ok(meta) if meta.file_type().is_socket() => {
                 match std::os::unix::net::UnixStream::connect(path) {
@@ -216,15 +216,14 @@ impl UnixSocket {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        let listener = UnixListener::bind(path)?;
+        let listener = match mode {
+            None => UnixListener::bind(path)?,
+            Some(mode) => bind_with_mode(path, mode)?,
+        };
         let remove = |e: io::Error| {
             let _ = std::fs::remove_file(path);
             e
         };
-        if let Some(mode) = mode {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-                .map_err(remove)?;
-        }
         let ino = std::fs::symlink_metadata(path).map_err(remove)?.ino();
         Ok(Self {
             listener,
@@ -237,6 +236,38 @@ impl UnixSocket {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Binds a socket that no one can connect to before it has `mode`: it is bound (and
+/// listens) in a fresh `0700` folder beside `path`, given its mode there, then linked
+/// into place (which fails if something appeared at `path` meanwhile); the folder is
+/// removed. Binding at `path` and then changing the mode would leave a window in which
+/// the umask's permissions let anyone connect.
+#[cfg(unix)]
+fn bind_with_mode(path: &Path, mode: u32) -> io::Result<UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut nonce = [0u8; 8];
+    let _ = getrandom::fill(&mut nonce);
+    let staging = parent.join(format!(
+        ".snodo-bind-{}-{:016x}",
+        std::process::id(),
+        u64::from_le_bytes(nonce)
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&staging)?;
+    let inner = staging.join("s");
+    let bound = (|| {
+        let listener = UnixListener::bind(&inner)?;
+        std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(mode))?;
+        std::fs::hard_link(&inner, path)?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_file(&inner);
+    let _ = std::fs::remove_dir(&staging);
+    bound
 }
 
 #[cfg(unix)]

@@ -362,8 +362,9 @@ pub(super) fn trace_parent(headers: &RequestHeaders<'_>) -> Option<TraceContext>
     )
 }
 
-/// Routes a client's answer to a server-to-client request by its id. Unknown ids
-/// (answered late, or meant for another instance) are dropped.
+/// Routes a client's answer to a server-to-client request by its id. An id another
+/// instance holds is forwarded to it over the bus (when the runtime has one); unknown
+/// ids (answered late, or for another instance without a bus) are dropped.
 pub(super) fn deliver(
     runtime: &Runtime,
     id: Option<RequestId>,

@@ -3,6 +3,13 @@
 //! The sending half frames each JSON-RPC message as an event, keeps an idle connection open
 //! with a comment every `keep_alive`, and notices a client that went away, so the loops
 //! that feed it say only what to send.
+//!
+//! A frame that waits longer than the write timeout for room in the queue ends the
+//! stream as if the client had gone: over HTTP/2 a client that never opens a stream's
+//! flow-control window (while reading the socket and answering PINGs) leaves hyper
+//! unable to take the body's frames, and no socket write ever pends, so the connection's
+//! write deadline would never fire; this one does, per stream, and the task feeding the
+//! stream lets go of its execution or listen slots.
 
 use std::time::Duration;
 
@@ -24,18 +31,29 @@ pub(crate) struct Gone;
 pub(crate) struct SseStream {
     tx: mpsc::Sender<Bytes>,
     ticker: Interval,
+    /// How long one frame may wait for room in the queue.
+    write_timeout: Duration,
 }
 
 impl SseStream {
-    /// A stream of at most `depth` queued frames, and the response that carries it.
-    pub(crate) fn open(depth: usize, keep_alive: Duration) -> (Self, Response<Body>) {
+    /// A stream of at most `depth` queued frames, and the response that carries it; a
+    /// frame that finds no room for `write_timeout` ends the stream ([`Gone`]).
+    pub(crate) fn open(
+        depth: usize,
+        keep_alive: Duration,
+        write_timeout: Duration,
+    ) -> (Self, Response<Body>) {
         let (tx, rx) = mpsc::channel(depth);
         let ticker = tokio::time::interval_at(
             crate::engine::deadline(Instant::now(), keep_alive),
             keep_alive,
         );
         (
-            Self { tx, ticker },
+            Self {
+                tx,
+                ticker,
+                write_timeout,
+            },
             response::event_stream(Body::stream(rx)),
         )
     }
@@ -53,12 +71,21 @@ impl SseStream {
         let _ = self.tx.try_send(frame);
     }
 
-    /// Sends one message as an event, waiting while the client is slow to read.
+    /// Sends one message as an event, waiting while the client is slow to read (each
+    /// frame at most the write timeout).
     pub(crate) async fn send(&self, message: Bytes) -> Result<(), Gone> {
         for frame in frames(message).into_iter().flatten() {
-            self.tx.send(frame).await.map_err(|_| Gone)?;
+            self.send_frame(frame).await?;
         }
         Ok(())
+    }
+
+    /// Queues one frame, waiting at most the write timeout for room.
+    async fn send_frame(&self, frame: Bytes) -> Result<(), Gone> {
+        match tokio::time::timeout(self.write_timeout, self.tx.send(frame)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) | Err(_) => Err(Gone),
+        }
     }
 
     /// Keeps the stream alive while there is nothing to send; ends when the client has gone.
@@ -68,7 +95,7 @@ impl SseStream {
             tokio::select! {
                 () = self.tx.closed() => return Gone,
                 _ = self.ticker.tick() => {
-                    if self.tx.send(response::sse_keepalive()).await.is_err() {
+                    if self.send_frame(response::sse_keepalive()).await.is_err() {
                         return Gone;
                     }
                 }

@@ -7,9 +7,10 @@
 //!   clients read any non-2xx answer as a transport failure, so their errors travel in a
 //!   200 ([`Dialect::errors_in_band`]); 2026-07-28 follows the code;
 //! - no capacity now is 503 and a passed deadline 504, in every dialect ([`of_failure`]);
-//!   where statuses follow codes, an error marked `"retryable": true` in its data (the
-//!   server cannot do it now, a retry later may succeed: descriptors or task slots ran
-//!   out) is 503 too, so that proxies and clients that read statuses retry it;
+//!   where statuses follow codes, an error marked [`RpcError::retry_later`] (the
+//!   server cannot do it now and did nothing, a retry later may succeed: descriptors or
+//!   task slots ran out) is 503 too, so that proxies and clients that read statuses
+//!   retry it; a `data.retryable` a handler set as data or a backend relayed is not;
 //! - an authenticator's or authorizer's refusal is 401, 400 or 403 ([`of_rejection`]).
 //!
 //! Refusals that are not JSON-RPC answers (405, 406, 413, 415, a bad `Host`) are the HTTP
@@ -27,19 +28,10 @@ pub(crate) fn of_error(dialect: Option<&Dialect>, error: &RpcError) -> StatusCod
     if dialect.is_some_and(Dialect::errors_in_band) {
         return StatusCode::OK;
     }
-    if retryable(error) {
+    if error.is_retry_later() {
         return StatusCode::SERVICE_UNAVAILABLE;
     }
     of_code(error.code())
-}
-
-/// Whether the error says a retry later may succeed (`data.retryable`).
-fn retryable(error: &RpcError) -> bool {
-    error
-        .data()
-        .and_then(|d| d.get("retryable"))
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false)
 }
 
 /// Whether an answer with `status` tells the client when to retry (`Retry-After`).
@@ -131,7 +123,12 @@ mod tests {
     #[test]
     fn a_retryable_error_is_503_where_statuses_follow_codes() {
         let e = RpcError::new(ErrorCode::INTERNAL_ERROR, "Too many open files; retry")
-            .with_data(serde_json::json!({"retryable": true}));
+            .with_data(serde_json::json!({"reason": "fds"}))
+            .retry_later();
+        assert_eq!(
+            e.data(),
+            Some(&serde_json::json!({"reason": "fds", "retryable": true}))
+        );
         for d in [None, Some(&V2026_07_28)] {
             assert_eq!(of_error(d, &e), StatusCode::SERVICE_UNAVAILABLE);
         }
@@ -139,6 +136,12 @@ mod tests {
         let not = RpcError::new(ErrorCode::INTERNAL_ERROR, "x")
             .with_data(serde_json::json!({"retryable": false}));
         assert_eq!(of_error(None, &not), StatusCode::INTERNAL_SERVER_ERROR);
+        // `retryable` as data only (a handler's, a relayed backend's): its code's status.
+        let relayed = RpcError::new(ErrorCode::INTERNAL_ERROR, "backend busy")
+            .with_data(serde_json::json!({"retryable": true}));
+        for d in [None, Some(&V2026_07_28)] {
+            assert_eq!(of_error(d, &relayed), StatusCode::INTERNAL_SERVER_ERROR);
+        }
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct RpcError {
     code: ErrorCode,
     message: Cow<'static, str>,
     data: Option<Value>,
+    /// Set by [`retry_later`](Self::retry_later) only, never serialised: an error read
+    /// from elsewhere (a relayed backend's) never carries it.
+    retry_later: bool,
 }
 
 /// The serialisable `error` member of a response.
@@ -57,6 +60,7 @@ impl RpcError {
             code,
             message: message.into(),
             data: None,
+            retry_later: false,
         }
     }
 
@@ -65,6 +69,30 @@ impl RpcError {
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
+    }
+
+    /// Marks an error the server could not serve *now* and did nothing for (out of
+    /// file descriptors, out of task slots): `data.retryable: true` (added to an object
+    /// `data`, or as the data), and over HTTP, where statuses follow codes, `503` with
+    /// `Retry-After`, which proxies and clients may retry. Only an error marked here
+    /// carries the status: a `data.retryable` set with [`with_data`](Self::with_data),
+    /// or relayed from a backend, is data only and keeps its code's status, since a
+    /// proxy that retries a `503` may run a side-effecting call twice.
+    #[must_use]
+    pub fn retry_later(mut self) -> Self {
+        match &mut self.data {
+            Some(Value::Object(m)) => {
+                m.insert("retryable".into(), Value::Bool(true));
+            }
+            _ => self.data = Some(serde_json::json!({"retryable": true})),
+        }
+        self.retry_later = true;
+        self
+    }
+
+    /// Whether [`retry_later`](Self::retry_later) marked the error.
+    pub(crate) fn is_retry_later(&self) -> bool {
+        self.retry_later
     }
 
     /// `-32602` with a message.

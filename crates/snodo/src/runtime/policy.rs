@@ -29,6 +29,9 @@ pub const LIMIT_META_KEY: &str = "io.snodo/limit";
 /// Most principals a rate limit tracks at once; past it, idle ones are forgotten.
 const MAX_TRACKED: usize = 10_000;
 
+/// The longest rate-limit window: a bus counter lasts at most a day.
+const MAX_WINDOW: Duration = Duration::from_secs(86_400);
+
 /// How long a caller refused while the bus is down (fail closed) is told to wait.
 const CLOSED_RETRY: Duration = Duration::from_secs(1);
 
@@ -53,12 +56,23 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
-    /// `calls` calls per `per` per principal (`calls` ≥ 1; `per` > 0).
+    /// `calls` calls per `per` per principal (`calls` ≥ 1; `per` at least 1 ms).
+    ///
+    /// A window longer than a day (the longest a bus counter lasts,
+    /// [`check_count`](crate::bus::check_count)) is held to one day, with `calls`
+    /// scaled down in proportion (at least 1): 70 calls per 7 days is 10 per day, alike
+    /// with and without a bus.
     #[must_use]
     pub fn per_principal(calls: u32, per: Duration) -> Self {
+        let calls = calls.max(1);
+        let per = per.max(Duration::from_millis(1));
+        if per <= MAX_WINDOW {
+            return Self { calls, per };
+        }
+        let scaled = u128::from(calls) * MAX_WINDOW.as_millis() / per.as_millis();
         Self {
-            calls: calls.max(1),
-            per: per.max(Duration::from_millis(1)),
+            calls: u32::try_from(scaled).unwrap_or(u32::MAX).max(1),
+            per: MAX_WINDOW,
         }
     }
 
@@ -290,6 +304,37 @@ mod tests {
         );
         tokio::time::sleep(Duration::from_millis(150)).await;
         assert!(e.admit("t", Some(&alice), None).await.is_ok(), "refilled");
+    }
+
+    /// A window over a day is held to a day (calls in proportion), so a bus counts it
+    /// rather than refusing its window: with a bus and fail-closed, a 7-day limit is
+    /// counted deployment-wide, not refused as if the bus were down.
+    #[tokio::test]
+    async fn windows_over_a_day_are_counted_on_the_bus() {
+        let week = Duration::from_secs(7 * 86_400);
+        assert_eq!(
+            RateLimit::per_principal(70, week),
+            RateLimit::per_principal(10, MAX_WINDOW)
+        );
+        assert_eq!(RateLimit::per_principal(2, week).calls, 1);
+        let e = Enforcer::new(Policy {
+            rate: Some(RateLimit::per_principal(14, week)),
+            ..Policy::default()
+        });
+        let link = Link::new(
+            Arc::new(crate::bus::MemoryBus::new()),
+            crate::bus::InstanceId::random(),
+            crate::bus::WhenDown::Closed,
+        );
+        let alice = Principal::new("alice");
+        assert!(e.admit("t", Some(&alice), Some(&link)).await.is_ok());
+        assert!(e.admit("t", Some(&alice), Some(&link)).await.is_ok());
+        let Err(Limited::Rate { retry_after }) = e.admit("t", Some(&alice), Some(&link)).await
+        else {
+            panic!("the third call in a day is limited");
+        };
+        // Told the counter's reset, not the fail-closed retry of a bus that is down.
+        assert!(retry_after > CLOSED_RETRY, "{retry_after:?}");
     }
 
     #[tokio::test]

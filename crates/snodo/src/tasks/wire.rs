@@ -36,9 +36,7 @@ pub(crate) fn not_found() -> RpcError {
 pub(crate) fn create_failed(e: &StoreError) -> RpcError {
     let error = RpcError::internal(format!("The task could not be created: {e}"));
     match e {
-        StoreError::LimitReached(_) => {
-            error.with_data(json!({"reason": "tasks", "retryable": true}))
-        }
+        StoreError::LimitReached(_) => error.with_data(json!({"reason": "tasks"})).retry_later(),
         _ => error,
     }
 }
