@@ -47,13 +47,7 @@ command -v "$NODE" >/dev/null 2>&1 || die "node not found (set NODE, >= 20)"
 # ---- installs ----------------------------------------------------------------------
 . "$HERE/lib.sh"
 npm_install
-VENV="$HERE/.venv-mcp-$PY_MCP"
-if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$PY_MCP')" 2>/dev/null; then
-    rm -rf "$VENV"
-    "$PYTHON" -m venv "$VENV" >&2 || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/../client/requirements-mcp-$PY_MCP.txt" >&2 ||
-        die "pip install mcp==$PY_MCP failed"
-fi
+py_venv
 [ -x "$SNODO_BIN" ] || (cd "$REPO" && cargo build -q -p snodo-cli >&2) || die "building snodo failed"
 cargo build -q --locked --manifest-path "$RMCP_STDIO_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
     die "building the rmcp stdio server failed"

@@ -20,6 +20,16 @@ npm_install() { # package.json's pins (servers, clients, the Inspector), unless 
 
 WORK="${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/snodo-compose-interop.XXXXXX")}"
 declare -A PIDS=()
+py_venv() { # VENV: the official Python SDK (mcp $PY_MCP) in .venv-mcp-$PY_MCP, made when missing
+    VENV="$HERE/.venv-mcp-$PY_MCP"
+    if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$PY_MCP')" 2>/dev/null; then
+        rm -rf "$VENV"
+        "$PYTHON" -m venv "$VENV" >&2 || die "python3 -m venv failed (apt-get install python3-venv)"
+        "$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/../client/requirements-mcp-$PY_MCP.txt" >&2 ||
+            die "pip install mcp==$PY_MCP failed"
+    fi
+}
+
 stop() {
     local pid="${PIDS[$1]:-}"
     [ -n "$pid" ] || return 0
