@@ -229,7 +229,10 @@ async fn misbehaving_children_get_errors_naming_them_and_the_others_serve() {
     let t0 = Instant::now();
     let err = call(&c, "dies_die", json!({})).await.unwrap_err();
     assert!(err.contains("backend \"dies\" is unavailable"), "{err}");
-    assert!(err.contains("dying on request"), "{err}");
+    assert!(err.contains("status 3"), "{err}");
+    // What the child wrote on stderr stays in the gateway's log (it may hold paths or
+    // secrets): the caller is told the exit status only.
+    assert!(!err.contains("dying on request"), "{err}");
     let err = tokio::time::timeout(Duration::from_secs(5), slow)
         .await
         .expect("the call in flight waited")
@@ -253,6 +256,11 @@ async fn misbehaving_children_get_errors_naming_them_and_the_others_serve() {
     );
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let text = log.lock().unwrap().clone();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("dying on request") && l.contains("backend=dies")),
+        "the dying child's stderr is not in the log under its name"
+    );
     let noise: Vec<&str> = text.lines().filter(|l| l.contains("noise")).collect();
     assert!(!noise.is_empty(), "nothing of loud's stderr forwarded");
     assert!(noise.len() < 1000, "{} of 100000 lines", noise.len());
@@ -322,13 +330,16 @@ async fn children_that_fail_initialize_are_reported_by_name_and_retried_with_bac
     assert_ne!(crash["state"], "up", "{report}");
     let why = crash["error"].as_str().unwrap_or_default();
     assert!(why.contains("backend \"crash\" is unavailable"), "{why}");
-    assert!(why.contains("status 2"), "{why}");
-    assert!(why.contains("fatal: no configuration found"), "{why}");
+    // /healthz is unauthenticated: a fixed sentence, the details in the log (below).
+    assert!(!why.contains("fatal"), "{why}");
     let mute = of("mute");
     assert_ne!(mute["state"], "up", "{report}");
     let why = mute["error"].as_str().unwrap_or_default();
     assert!(why.contains("backend \"mute\" is unavailable"), "{why}");
-    assert!(why.contains("no answer to initialize within 1s"), "{why}");
+    assert!(
+        text_of(&log).contains("no answer to initialize within 1s"),
+        "the log says why mute is down"
+    );
     // The crashing child's stderr is in the log under its name.
     let text = log.lock().unwrap().clone();
     assert!(
@@ -352,4 +363,9 @@ async fn children_that_fail_initialize_are_reported_by_name_and_retried_with_bac
     );
     c.close().await;
     sigterm_leaves_no_child(gw, d).await;
+}
+
+/// What the gateway logged so far.
+fn text_of(log: &Mutex<String>) -> String {
+    log.lock().map(|t| t.clone()).unwrap_or_default()
 }
