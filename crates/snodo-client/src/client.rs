@@ -163,6 +163,20 @@ impl Client {
         self.call(method, params, opts).await
     }
 
+    /// [`request_with`](Self::request_with) with params shared with the caller: they
+    /// are written into the request from the shared map, never copied (an
+    /// `input_required` round the client continues itself changes its own copy). A
+    /// caller that may send the same params again (a proxy relaying rounds) keeps them
+    /// without cloning them per call.
+    pub async fn request_shared(
+        &self,
+        method: &str,
+        params: Arc<Map<String, Value>>,
+        opts: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.call_shared(method, params, opts).await
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
         let st = self.wire();
@@ -185,7 +199,16 @@ impl Client {
     pub(crate) async fn call(
         &self,
         method: &str,
-        mut params: Map<String, Value>,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.call_shared(method, Arc::new(params), opts).await
+    }
+
+    async fn call_shared(
+        &self,
+        method: &str,
+        mut params: Arc<Map<String, Value>>,
         opts: &CallOptions,
     ) -> Result<Value, ClientError> {
         let key = self
@@ -245,7 +268,7 @@ impl Client {
                         if rounds > self.inner.max_rounds {
                             return Err(ClientError::TooManyRounds(rounds - 1));
                         }
-                        self.next_round(&result, &mut params).await?;
+                        self.next_round(&result, Arc::make_mut(&mut params)).await?;
                         continue;
                     }
                     if let (Some(k), Some(cache)) = (key, &self.inner.cache) {
