@@ -482,6 +482,10 @@ impl Transport for StdioTransport {
         true
     }
 
+    fn has_headers(&self) -> bool {
+        false
+    }
+
     fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
         self.unsolicited.lock().ok()?.take()
     }
