@@ -392,12 +392,15 @@ impl ClientBuilder {
     async fn finish(self, transport: Arc<dyn Transport>) -> Result<Client, ClientError> {
         let unsolicited = transport.unsolicited();
         let capabilities = self.handlers.capabilities();
+        let client_info = json!({"name": self.name, "version": self.version});
+        let meta_json = crate::client::MetaJson::of(&capabilities, &client_info);
         let inner = Arc::new(Inner {
             transport,
             next_id: AtomicI64::new(1),
             state: RwLock::new(State::default()),
-            client_info: json!({"name": self.name, "version": self.version}),
+            client_info,
             capabilities,
+            meta_json,
             handlers: self.handlers,
             tools: Mutex::new(HashMap::new()),
             timeout: self.timeout,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use http::HeaderMap;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use snodo::ParamHeader;
 use snodo::protocol::{Dialect, ErrorCode, Method, RequestId};
@@ -47,12 +48,32 @@ impl State {
     }
 }
 
+/// The client's capabilities and info, serialised once (they never change), for the
+/// `_meta` of every request in the stateless revision.
+pub(crate) struct MetaJson {
+    capabilities: Box<RawValue>,
+    client_info: Box<RawValue>,
+}
+
+impl MetaJson {
+    pub(crate) fn of(capabilities: &Value, client_info: &Value) -> Self {
+        // A JSON value always serialises.
+        let raw = |v: &Value| serde_json::value::to_raw_value(v).unwrap_or_default();
+        Self {
+            capabilities: raw(capabilities),
+            client_info: raw(client_info),
+        }
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) next_id: AtomicI64,
     pub(crate) state: RwLock<State>,
     pub(crate) client_info: Value,
     pub(crate) capabilities: Value,
+    /// The same two as JSON text, written into every 2026-07-28 request's `_meta`.
+    pub(crate) meta_json: MetaJson,
     pub(crate) handlers: Handlers,
     pub(crate) tools: Mutex<HashMap<String, Vec<ParamHeader>>>,
     pub(crate) timeout: Option<Duration>,
@@ -163,6 +184,20 @@ impl Client {
         self.call(method, params, opts).await
     }
 
+    /// [`request_with`](Self::request_with) with params shared with the caller: they
+    /// are written into the request from the shared map, never copied (an
+    /// `input_required` round the client continues itself changes its own copy). A
+    /// caller that may send the same params again (a proxy relaying rounds) keeps them
+    /// without cloning them per call.
+    pub async fn request_shared(
+        &self,
+        method: &str,
+        params: Arc<Map<String, Value>>,
+        opts: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.call_shared(method, params, opts).await
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
         let st = self.wire();
@@ -185,7 +220,16 @@ impl Client {
     pub(crate) async fn call(
         &self,
         method: &str,
-        mut params: Map<String, Value>,
+        params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.call_shared(method, Arc::new(params), opts).await
+    }
+
+    async fn call_shared(
+        &self,
+        method: &str,
+        mut params: Arc<Map<String, Value>>,
         opts: &CallOptions,
     ) -> Result<Value, ClientError> {
         let key = self
@@ -245,7 +289,7 @@ impl Client {
                         if rounds > self.inner.max_rounds {
                             return Err(ClientError::TooManyRounds(rounds - 1));
                         }
-                        self.next_round(&result, &mut params).await?;
+                        self.next_round(&result, Arc::make_mut(&mut params)).await?;
                         continue;
                     }
                     if let (Some(k), Some(cache)) = (key, &self.inner.cache) {
@@ -318,8 +362,8 @@ impl Client {
         let mut added = Vec::with_capacity(5);
         if st.stateless {
             added.push((META_VERSION, Borrowed::Str(&st.version)));
-            added.push((META_CAPS, Borrowed::Json(&self.inner.capabilities)));
-            added.push((META_INFO, Borrowed::Json(&self.inner.client_info)));
+            added.push((META_CAPS, Borrowed::Raw(&self.inner.meta_json.capabilities)));
+            added.push((META_INFO, Borrowed::Raw(&self.inner.meta_json.client_info)));
             if let Some(l) = &self.inner.log_level {
                 added.push((META_LOG, Borrowed::Str(l)));
             }
@@ -328,12 +372,15 @@ impl Client {
             added.push(("progressToken", Borrowed::Json(t)));
         }
         let m = Method::parse(method);
+        // Header values only for a transport that sends headers (not stdio).
+        let headers = self.inner.transport.has_headers();
         let name = m
             .name_field()
+            .filter(|_| headers)
             .and_then(|f| params.get(f))
             .and_then(Value::as_str)
             .map(headers::encode);
-        let param_headers = if m == Method::ToolsCall && st.stateless {
+        let param_headers = if headers && m == Method::ToolsCall && st.stateless {
             let tool = params
                 .get("name")
                 .and_then(Value::as_str)

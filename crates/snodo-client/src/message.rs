@@ -68,6 +68,8 @@ pub(crate) fn request(id: &RequestId, method: &str, params: &Map<String, Value>)
 pub(crate) enum Borrowed<'a> {
     Str(&'a str),
     Json(&'a Value),
+    /// JSON text, written as it is.
+    Raw(&'a serde_json::value::RawValue),
 }
 
 impl Serialize for Borrowed<'_> {
@@ -75,6 +77,7 @@ impl Serialize for Borrowed<'_> {
         match self {
             Self::Str(v) => s.serialize_str(v),
             Self::Json(v) => v.serialize(s),
+            Self::Raw(v) => v.serialize(s),
         }
     }
 }
@@ -269,6 +272,20 @@ mod tests {
                 },
             }})
         );
+        // JSON text written as it is: the same message as the tree it came from.
+        let raw = serde_json::value::to_raw_value(&caps).unwrap_or_default();
+        let with = |b: Borrowed<'_>| {
+            parse(request_with(
+                &id,
+                "ping",
+                Params {
+                    params: &Map::new(),
+                    added: &[("c", b)],
+                },
+            ))
+        };
+        assert_eq!(with(Borrowed::Raw(&raw)), with(Borrowed::Json(&caps)));
+        assert_eq!(with(Borrowed::Raw(&raw))["params"]["_meta"]["c"], caps);
         // Added members alone make a `_meta` for params that had none.
         let v = parse(request_with(
             &id,

@@ -8,7 +8,9 @@
 //! One writer task writes whole lines from a bounded queue, so a caller that gives up
 //! never cuts a line in half, and a peer that stops reading its input cannot make the
 //! client buffer without bound: a write that makes no progress for the write timeout
-//! breaks the connection. Whenever the connection breaks (end of the peer's output, a
+//! breaks the connection. Under load the writer takes every queued line at once and
+//! writes them with one `write` (small lines are copied once, into its buffer; a large
+//! one goes out as it is). Whenever the connection breaks (end of the peer's output, a
 //! line over the size limit, a stalled or failed write) every request in flight is
 //! answered at once with an error that says why.
 
@@ -17,7 +19,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt as _;
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use snodo::protocol::RequestId;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
@@ -32,6 +36,10 @@ use crate::transport::{BoxFuture, Messages, Outgoing, Transport};
 const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Whole lines waiting for the writer (callers wait beyond that).
 const WRITE_QUEUE: usize = 64;
+/// Queued lines the writer gathers into one write, at most; and the bytes, at most
+/// (a line longer than that is written on its own, not copied).
+const WRITE_BATCH: usize = 64;
+const COALESCE_BYTES: usize = 64 * 1024;
 /// Messages waiting for one request's reader; notifications beyond it are dropped.
 const REQUEST_QUEUE: usize = 64;
 /// How long a write may make no progress by default before the connection breaks.
@@ -40,9 +48,16 @@ pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// What one request's stream receives.
 type Item = Result<Value, ClientError>;
 
+/// Where one request's messages go.
+struct Route {
+    tx: mpsc::Sender<Item>,
+    /// Its progress token's key in [`Routes::tokens`], if it has one.
+    token: Option<String>,
+}
+
 #[derive(Default)]
 struct Routes {
-    requests: HashMap<RequestId, mpsc::Sender<Item>>,
+    requests: HashMap<RequestId, Route>,
     tokens: HashMap<String, RequestId>,
     /// Why the connection broke, once it has.
     closed: Option<String>,
@@ -54,11 +69,22 @@ impl Routes {
         if self.closed.is_none() {
             self.closed = Some(why.to_owned());
         }
-        for (_, tx) in self.requests.drain() {
+        for (_, route) in self.requests.drain() {
             // A full queue: dropping the sender ends the stream all the same.
-            let _ = tx.try_send(Err(ClientError::Transport(why.to_owned())));
+            let _ = route
+                .tx
+                .try_send(Err(ClientError::Transport(why.to_owned())));
         }
         self.tokens.clear();
+    }
+
+    /// Removes a request's route and its progress token's.
+    fn remove(&mut self, id: &RequestId) -> Option<mpsc::Sender<Item>> {
+        let route = self.requests.remove(id)?;
+        if let Some(t) = &route.token {
+            self.tokens.remove(t);
+        }
+        Some(route.tx)
     }
 }
 
@@ -73,7 +99,7 @@ type Reader = BufReader<Box<dyn AsyncRead + Send + Unpin>>;
 
 /// The stdio connector.
 pub(crate) struct StdioTransport {
-    lines: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    lines: Mutex<Option<mpsc::Sender<Bytes>>>,
     child: tokio::sync::Mutex<Option<Child>>,
     routes: Arc<Mutex<Routes>>,
     unsolicited: Mutex<Option<mpsc::Receiver<Value>>>,
@@ -134,7 +160,7 @@ impl StdioTransport {
         t
     }
 
-    fn sender(&self) -> Result<mpsc::Sender<Vec<u8>>, ClientError> {
+    fn sender(&self) -> Result<mpsc::Sender<Bytes>, ClientError> {
         let closed = || ClientError::Transport("the connection is closed".into());
         self.lines
             .lock()
@@ -149,30 +175,26 @@ impl StdioTransport {
         ClientError::Transport(why.unwrap_or_else(|| "the connection is closed".into()))
     }
 
-    /// Queues one whole line; waits while the queue is full (the writer breaks the
-    /// connection when the peer stops reading, which ends the wait).
-    async fn write(&self, body: &[u8]) -> Result<(), ClientError> {
-        let mut line = Vec::with_capacity(body.len() + 1);
-        line.extend_from_slice(body);
-        line.push(b'\n');
-        self.sender()?.send(line).await.map_err(|_| self.broken())
+    /// Queues one message (the writer ends its line); waits while the queue is full
+    /// (the writer breaks the connection when the peer stops reading, which ends the
+    /// wait).
+    async fn write(&self, body: Bytes) -> Result<(), ClientError> {
+        self.sender()?.send(body).await.map_err(|_| self.broken())
     }
 }
 
-/// Writes queued lines whole; a write that makes no progress for `limit`, or fails,
-/// breaks the connection.
+/// Writes queued messages as whole lines, every one queued at the time in one write;
+/// a write that makes no progress for `limit`, or fails, breaks the connection.
 async fn write_loop(
     mut w: impl AsyncWrite + Send + Unpin,
-    mut lines: mpsc::Receiver<Vec<u8>>,
+    mut lines: mpsc::Receiver<Bytes>,
     routes: Arc<Mutex<Routes>>,
     limit: Duration,
 ) {
-    while let Some(line) = lines.recv().await {
-        let r = tokio::time::timeout(limit, async {
-            w.write_all(&line).await?;
-            w.flush().await
-        })
-        .await;
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    let mut buf = Vec::new();
+    while lines.recv_many(&mut batch, WRITE_BATCH).await > 0 {
+        let r = tokio::time::timeout(limit, write_lines(&mut w, &mut batch, &mut buf)).await;
         let why = match r {
             Ok(Ok(())) => continue,
             Ok(Err(e)) => format!("cannot write to the peer: {e}"),
@@ -190,6 +212,37 @@ async fn write_loop(
     let _ = w.shutdown().await;
 }
 
+/// Writes `batch` as lines: small ones gathered in `buf` and written together, one
+/// longer than [`COALESCE_BYTES`] written from its own bytes (after what precedes it).
+async fn write_lines(
+    w: &mut (impl AsyncWrite + Unpin),
+    batch: &mut Vec<Bytes>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    buf.clear();
+    for body in batch.drain(..) {
+        if body.len() >= COALESCE_BYTES {
+            if !buf.is_empty() {
+                w.write_all(buf).await?;
+                buf.clear();
+            }
+            w.write_all(&body).await?;
+        } else {
+            if buf.len() + body.len() >= COALESCE_BYTES {
+                w.write_all(buf).await?;
+                buf.clear();
+            }
+            buf.extend_from_slice(&body);
+        }
+        buf.push(b'\n');
+    }
+    if !buf.is_empty() {
+        w.write_all(buf).await?;
+        buf.clear();
+    }
+    w.flush().await
+}
+
 /// Writes `notifications/cancelled` for requests abandoned by their caller (best
 /// effort: dropped when the write queue is full).
 async fn cancel_loop(
@@ -198,12 +251,10 @@ async fn cancel_loop(
 ) {
     while let Some(id) = rx.recv().await {
         let Some(t) = t.upgrade() else { return };
-        let mut note = message::notification(
+        let note = message::notification(
             "notifications/cancelled",
             Some(json!({"requestId": id, "reason": "the client abandoned the request"})),
-        )
-        .to_vec();
-        note.push(b'\n');
+        );
         if let Ok(tx) = t.sender() {
             let _ = tx.try_send(note);
         }
@@ -286,14 +337,10 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
             Ok(false) => break "the peer closed its output (the process exited?)".to_owned(),
             Err(e) => break format!("cannot read from the peer: {e}"),
         }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        let v = match serde_json::from_str::<Value>(text) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => match garbage.note(text) {
+        let v = match parse_line(&buf) {
+            Line::Message(v) => v,
+            Line::Blank => continue,
+            Line::Garbage(text) => match garbage.note(&text) {
                 Ok(()) => continue,
                 Err(why) => break why,
             },
@@ -319,18 +366,45 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
     close_routes(&routes, &why);
 }
 
-fn route(routes: &Mutex<Routes>, v: &Value) -> Option<mpsc::Sender<Item>> {
-    let mut g = routes.lock().ok()?;
-    if v.get("method").is_none() {
-        let id = serde_json::from_value::<RequestId>(v.get("id")?.clone()).ok()?;
-        let tx = g.requests.remove(&id);
-        g.tokens.retain(|_, owner| *owner != id);
-        return tx;
+/// One line from the peer, read.
+enum Line {
+    /// A JSON object.
+    Message(Value),
+    /// Only whitespace.
+    Blank,
+    /// Anything else, as text (for the log).
+    Garbage(String),
+}
+
+/// Parses a line straight from its bytes; only a line that does not parse so is read
+/// as (lossy) text, trimmed, and parsed again — what is accepted stays the same.
+fn parse_line(buf: &[u8]) -> Line {
+    if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(buf) {
+        return Line::Message(v);
     }
-    if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-        let token = v.pointer("/params/progressToken")?;
-        let owner = g.tokens.get(&token_key(token))?.clone();
-        return g.requests.get(&owner).cloned();
+    let text = String::from_utf8_lossy(buf);
+    let text = text.trim();
+    if text.is_empty() {
+        return Line::Blank;
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Line::Message(v),
+        _ => Line::Garbage(text.to_owned()),
+    }
+}
+
+fn route(routes: &Mutex<Routes>, v: &Value) -> Option<mpsc::Sender<Item>> {
+    let method = v.get("method");
+    if method.is_none() {
+        // Read from the tree in place (no copy of the id).
+        let id = RequestId::deserialize(v.get("id")?).ok()?;
+        return routes.lock().ok()?.remove(&id);
+    }
+    if method.and_then(Value::as_str) == Some("notifications/progress") {
+        let key = token_key(v.pointer("/params/progressToken")?);
+        let g = routes.lock().ok()?;
+        let owner = g.tokens.get(&key)?;
+        return g.requests.get(owner).map(|r| r.tx.clone());
     }
     None
 }
@@ -348,11 +422,9 @@ impl Drop for Pending {
         let Ok(mut g) = self.routes.lock() else {
             return;
         };
-        g.requests.remove(&self.id);
-        let id = self.id.clone();
-        g.tokens.retain(|_, owner| *owner != id);
+        g.remove(&self.id);
         if !self.answered && g.closed.is_none() {
-            let _ = self.cancel.send(id);
+            let _ = self.cancel.send(self.id.clone());
         }
     }
 }
@@ -373,10 +445,11 @@ impl Transport for StdioTransport {
                 if let Some(why) = &g.closed {
                     return Err(ClientError::Transport(why.clone()));
                 }
-                g.requests.insert(id.clone(), tx);
-                if let Some(t) = &out.progress_token {
-                    g.tokens.insert(token_key(t), id.clone());
+                let token = out.progress_token.as_ref().map(token_key);
+                if let Some(t) = &token {
+                    g.tokens.insert(t.clone(), id.clone());
                 }
+                g.requests.insert(id.clone(), Route { tx, token });
             }
             let pending = Pending {
                 id: id.clone(),
@@ -384,7 +457,7 @@ impl Transport for StdioTransport {
                 cancel: self.cancel_tx.clone(),
                 answered: false,
             };
-            self.write(&out.body).await?;
+            self.write(out.body).await?;
             let stream =
                 futures_util::stream::unfold((rx, pending), |(mut rx, mut p)| async move {
                     if p.answered {
@@ -402,11 +475,15 @@ impl Transport for StdioTransport {
     }
 
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<(), ClientError>> {
-        Box::pin(async move { self.write(&out.body).await })
+        Box::pin(async move { self.write(out.body).await })
     }
 
     fn cancels_abandoned(&self) -> bool {
         true
+    }
+
+    fn has_headers(&self) -> bool {
+        false
     }
 
     fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
@@ -430,5 +507,73 @@ impl Transport for StdioTransport {
                 let _ = child.kill().await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_as_before() {
+        let msg = |b: &[u8]| match parse_line(b) {
+            Line::Message(v) => v,
+            Line::Blank => panic!("blank: {b:?}"),
+            Line::Garbage(t) => panic!("garbage: {t}"),
+        };
+        assert_eq!(msg(br#"{"id":1}"#), json!({"id": 1}));
+        // Surrounding whitespace, a CR of a CRLF, Unicode spaces (trimmed as text).
+        assert_eq!(msg(b"  {\"id\":1}\r"), json!({"id": 1}));
+        assert_eq!(msg("\u{a0}{\"id\":2}\u{2003}".as_bytes()), json!({"id": 2}));
+        // Invalid UTF-8 inside a string: read lossily, as before.
+        assert_eq!(msg(b"{\"t\":\"a\xffb\"}"), json!({"t": "a\u{fffd}b"}));
+        assert!(matches!(parse_line(b" \t\r"), Line::Blank));
+        assert!(matches!(parse_line(b""), Line::Blank));
+        for bad in [&b"not json"[..], b"[1,2]", b"3", b"\xff\xfe"] {
+            assert!(matches!(parse_line(bad), Line::Garbage(_)), "{bad:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn queued_lines_are_written_whole_and_in_order() {
+        use tokio::io::AsyncReadExt as _;
+        let (mine, mut peer) = tokio::io::duplex(1 << 12);
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let writer = tokio::spawn(write_loop(mine, rx, routes, WRITE_TIMEOUT));
+        // Small lines around ones longer than the coalescing buffer, queued before the
+        // writer runs (so they are taken as batches).
+        let big = |c: u8, n: usize| Bytes::from(vec![c; n]);
+        let sent = vec![
+            Bytes::from_static(b"one"),
+            big(b'a', COALESCE_BYTES + 7),
+            Bytes::from_static(b"two"),
+            big(b'b', COALESCE_BYTES - 2),
+            big(b'c', COALESCE_BYTES / 2),
+            Bytes::from_static(b"three"),
+            big(b'd', 3 * COALESCE_BYTES),
+        ];
+        let feed = {
+            let sent = sent.clone();
+            tokio::spawn(async move {
+                for s in sent {
+                    tx.send(s).await.map_err(|_| "closed")?;
+                }
+                Ok::<_, &str>(())
+            })
+        };
+        let mut got = Vec::new();
+        peer.read_to_end(&mut got)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(feed.await, Ok(Ok(()))));
+        assert!(writer.await.is_ok());
+        let mut want = Vec::new();
+        for s in &sent {
+            want.extend_from_slice(s);
+            want.push(b'\n');
+        }
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "the lines arrive whole, in order");
     }
 }

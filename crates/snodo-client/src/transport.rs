@@ -56,6 +56,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
         false
     }
 
+    /// Whether messages go out with headers (HTTP): `Mcp-Name` and `Mcp-Param-*`
+    /// values are worked out only for a transport that sends them.
+    fn has_headers(&self) -> bool {
+        true
+    }
+
     /// Messages that belong to no request (stdio: server requests, list changes, logs).
     fn unsolicited(&self) -> Option<mpsc::Receiver<Value>> {
         None

@@ -97,3 +97,33 @@ async fn concurrent_calls_share_one_stream() {
         c.close().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_large_and_small_calls_arrive_whole() {
+    // Lines longer than the writer's coalescing buffer (64 KiB) between small ones,
+    // queued at once: each answer is its own call's, byte for byte.
+    let c = over_duplex(
+        &["2025-06-18"],
+        Protocol::Pinned("2025-06-18".into()),
+        &Flags::default(),
+    )
+    .await;
+    let text = |i: usize| {
+        let n = if i % 3 == 0 { 100 * 1024 + i } else { 10 + i };
+        format!("{i}:{}", "x".repeat(n))
+    };
+    let calls: Vec<_> = (0..24)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { c.call_tool("echo", json!({"text": text(i)})).await })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let r = call
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("{i}: {e}"));
+        assert!(r.text() == text(i), "call {i}: its own answer, whole");
+    }
+    c.close().await;
+}

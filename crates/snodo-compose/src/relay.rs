@@ -139,7 +139,7 @@ fn start(
     conn: u64,
     asker: &Arc<Asker>,
     method: &str,
-    params: Value,
+    params: Arc<Map<String, Value>>,
     ctx: &RequestContext,
 ) -> Flight {
     let (tx, rx) = mpsc::channel::<Event>(EVENTS);
@@ -158,7 +158,7 @@ fn start(
     });
     let (c, method) = (client.clone(), method.to_owned());
     asker.flight(conn, line, rx, async move {
-        c.request_with(&method, params, &opts).await
+        c.request_shared(&method, params, &opts).await
     })
 }
 
@@ -167,11 +167,11 @@ fn start(
 /// (or the front's own round, as [`Stop`]).
 async fn answer_round(
     ctx: &RequestContext,
-    params: &Value,
+    params: &Map<String, Value>,
     asked: Map<String, Value>,
     state: Value,
     n: u64,
-) -> Result<Value, Stop> {
+) -> Result<Arc<Map<String, Value>>, Stop> {
     let qs = questions(&asked, n)?;
     let again = || json!({"b": state, "q": asked, "n": n});
     let got = ask_front(ctx, qs, again).await?;
@@ -237,13 +237,19 @@ fn park(
     }
 }
 
-fn with_round(params: &Value, answers: Map<String, Value>, state: Value) -> Value {
-    let mut p = params.as_object().cloned().unwrap_or_default();
+/// The params of the next round: the call's own (copied only here, in a round) with
+/// the answers and the backend's state.
+fn with_round(
+    params: &Map<String, Value>,
+    answers: Map<String, Value>,
+    state: Value,
+) -> Arc<Map<String, Value>> {
+    let mut p = params.clone();
     p.insert("inputResponses".into(), Value::Object(answers));
     if !state.is_null() {
         p.insert("requestState".into(), state);
     }
-    Value::Object(p)
+    Arc::new(p)
 }
 
 /// Sends `method` with `params` through `client`, relaying progress, logs and
@@ -256,8 +262,17 @@ pub(crate) async fn call(
     params: Value,
     ctx: &RequestContext,
 ) -> Result<Value, Stop> {
+    // Shared with each round's backend request rather than copied for it.
+    let params = Arc::new(match params {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        _ => return Err(RpcError::internal("a backend request's params must be an object").into()),
+    });
     let (mut flight, mut n) = match Round::read(ctx) {
-        None => (start(client, conn, asker, method, params.clone(), ctx), 0),
+        None => (
+            start(client, conn, asker, method, Arc::clone(&params), ctx),
+            0,
+        ),
         Some((Round::Backend { state, asked }, n)) => {
             let p = answer_round(ctx, &params, asked, state, n).await?;
             (start(client, conn, asker, method, p, ctx), n)
