@@ -5,15 +5,22 @@
 //! bytes) is stored in `snodo_bus_spill` and its row id sent instead. Counters are rows
 //! of `snodo_bus_counters`, one atomic upsert each.
 //!
-//! A heartbeat `NOTIFY`s a channel of this handle's own every
-//! [`heartbeat`](PgBusOptions::heartbeat); three intervals without any notification and
-//! the listening connection is declared dead, dropped and opened again. Each heartbeat
-//! heard also `UNLISTEN`s the channels of mailboxes whose every subscription was dropped.
+//! The listening connection is a connection of its own (its own one-connection pool, a
+//! new one at each reconnection), not one of the pool the other operations share: a busy
+//! pool cannot delay what keeps it alive, and a listener dropped on a dead peer (sqlx
+//! sends it an `UNLISTEN *` with no deadline) pins no pooled connection. The receiving
+//! task `NOTIFY`s a heartbeat channel of this handle's own on that same connection every
+//! [`heartbeat`](PgBusOptions::heartbeat); a heartbeat that fails or takes longer than the
+//! deadline, or three intervals without any notification, and the listening connection is
+//! declared dead, dropped and opened again. Each heartbeat heard also `UNLISTEN`s the
+//! channels of mailboxes whose every subscription was dropped. The receiving task never
+//! waits on the pool: notifications go, in order, to a delivering task, which reads the
+//! spilled ones from the pool.
 
 use std::collections::HashSet;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, FutureExt};
@@ -25,7 +32,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions
 use sqlx::{PgPool, Row};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::hub::Hub;
 use crate::{DEFAULT_DEADLINE, DEFAULT_HEARTBEAT, bounded, check_namespace, wire};
@@ -79,7 +86,8 @@ pub struct PgBusOptions {
     /// How many items a slow subscriber may fall behind. Default
     /// [`DEFAULT_BACKLOG`].
     pub backlog: usize,
-    /// Pool size (the listener holds one of them). Default 4.
+    /// Pool size for publishing, counting and reading spilled messages (the listener has
+    /// a connection of its own besides). Default 4.
     pub max_connections: u32,
     /// The connections' `application_name`. Default `snodo-bus`.
     pub application_name: String,
@@ -166,9 +174,9 @@ impl PgBus {
             deadline,
             "connect",
             PgPoolOptions::new()
-                .max_connections(options.max_connections.max(2))
+                .max_connections(options.max_connections.max(1))
                 .acquire_timeout(deadline)
-                .connect_with(connect),
+                .connect_with(connect.clone()),
         )
         .await?;
         bounded(deadline * 5, "create the bus tables", create_tables(&pool)).await?;
@@ -183,27 +191,34 @@ impl PgBus {
             common: channel.clone(),
             ping: ping.clone(),
         };
-        let first = listen(&pool, &channels, &[], deadline).await?;
+        let first = listen(&connect, &channels, &[], deadline).await?;
         let (control, requests) = mpsc::channel(64);
+        let (to_deliver, deliveries) = mpsc::channel(options.backlog.max(1));
         let received = Arc::new(AtomicU64::new(0));
+        let overflowed = Arc::new(AtomicBool::new(false));
         let receive = tokio::spawn(receive(
             Receiver {
-                pool: pool.clone(),
+                connect,
                 hub: Arc::clone(&hub),
                 channels,
                 received: Arc::clone(&received),
+                heartbeat: options.heartbeat,
                 liveness: options.heartbeat * 3,
                 deadline,
+                deliver: to_deliver,
+                overflowed: Arc::clone(&overflowed),
             },
             first,
             requests,
         ));
-        let beat = tokio::spawn(heartbeat(
+        let deliver = tokio::spawn(deliver(
             pool.clone(),
-            ping.clone(),
-            options.heartbeat,
+            Arc::clone(&hub),
+            deliveries,
+            overflowed,
             deadline,
         ));
+        let sweep = tokio::spawn(sweep(pool.clone(), options.heartbeat, deadline));
         Ok(Self {
             pool,
             hub,
@@ -212,7 +227,7 @@ impl PgBus {
             deadline,
             control,
             received,
-            tasks: vec![receive, beat],
+            tasks: vec![receive, deliver, sweep],
         })
     }
 
@@ -381,9 +396,11 @@ fn missing_table(e: &sqlx::Error) -> bool {
 }
 
 /// A listening connection on the common and heartbeat channels and on those of
-/// `mailboxes`.
+/// `mailboxes`: a connection of its own, from a pool of one that only it uses (so the
+/// `UNLISTEN *` sqlx sends a dropped listener, with no deadline, holds nothing anyone
+/// else waits for).
 async fn listen(
-    pool: &PgPool,
+    connect: &PgConnectOptions,
     channels: &Channels,
     mailboxes: &[InstanceId],
     deadline: Duration,
@@ -391,7 +408,12 @@ async fn listen(
     let mut names = vec![channels.common.clone(), channels.ping.clone()];
     names.extend(mailboxes.iter().map(|id| channels.mailbox(id)));
     bounded(deadline, "LISTEN", async {
-        let mut listener = PgListener::connect_with(pool).await?;
+        let own = PgPoolOptions::new()
+            .max_connections(1)
+            .min_connections(0)
+            .acquire_timeout(deadline)
+            .connect_lazy_with(connect.clone());
+        let mut listener = PgListener::connect_with(&own).await?;
         // A lost connection is reported at once (Ok(None)); this task reconnects.
         listener.eager_reconnect(false);
         listener
@@ -404,12 +426,17 @@ async fn listen(
 
 /// What the receiving task holds.
 struct Receiver {
-    pool: PgPool,
+    connect: PgConnectOptions,
     hub: Arc<Hub>,
     channels: Channels,
     received: Arc<AtomicU64>,
+    heartbeat: Duration,
     liveness: Duration,
     deadline: Duration,
+    /// The notifications' payloads, in order, to the delivering task.
+    deliver: mpsc::Sender<String>,
+    /// Set when a payload was dropped because the delivering task was `backlog` behind.
+    overflowed: Arc<AtomicBool>,
 }
 
 impl Receiver {
@@ -447,6 +474,19 @@ impl Receiver {
         }
         Ok(())
     }
+
+    /// Hands a notification's payload to the delivering task without waiting: when it is
+    /// `backlog` behind, the payload is dropped and the subscribers are told to resync.
+    fn hand_over(&self, n: PgNotification) {
+        match self.deliver.try_send(n.payload().to_owned()) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.overflowed.store(true, Ordering::Relaxed);
+            }
+            // The delivering task ends only with the bus.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
 }
 
 /// Forwards notifications to the hub and listens to new mailboxes' channels; on a lost
@@ -461,7 +501,7 @@ async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Li
             Some(l) => l,
             None => {
                 let mailboxes = r.hub.mailboxes.instances();
-                match listen(&r.pool, &r.channels, &mailboxes, r.deadline).await {
+                match listen(&r.connect, &r.channels, &mailboxes, r.deadline).await {
                     Ok(l) => {
                         listening.extend(mailboxes.iter().map(|id| r.channels.mailbox(id)));
                         l
@@ -494,6 +534,8 @@ async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Li
         }
         r.hub.up(outage);
         let mut silent_at = Instant::now() + r.liveness;
+        let mut beat = tokio::time::interval(r.heartbeat.max(Duration::from_millis(1)));
+        beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let why = loop {
             tokio::select! {
                 n = listener.try_recv() => match n {
@@ -505,7 +547,7 @@ async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Li
                             }
                         } else {
                             r.received.fetch_add(1, Ordering::Relaxed);
-                            on_notification(&r.pool, &r.hub, n, r.deadline).await;
+                            r.hand_over(n);
                         }
                     }
                     Ok(None) => break "connection lost".to_owned(),
@@ -515,6 +557,16 @@ async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Li
                     let added = r.add(&mut listener, &mut listening, &ask.id).await;
                     let _ = ask.done.send(());
                     if let Err(e) = added {
+                        break e.to_string();
+                    }
+                }
+                _ = beat.tick() => {
+                    // On the listening connection itself: what it proves is that this
+                    // connection is alive, whatever the pool is busy with.
+                    let ping = sqlx::query("SELECT pg_notify($1, '')")
+                        .bind(&r.channels.ping)
+                        .execute(&mut listener);
+                    if let Err(e) = bounded(r.deadline, "heartbeat", ping).await {
                         break e.to_string();
                     }
                 }
@@ -529,8 +581,27 @@ async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::Receiver<Li
     }
 }
 
-async fn on_notification(pool: &PgPool, hub: &Hub, n: PgNotification, deadline: Duration) {
-    let payload = n.payload();
+/// Delivers the payloads the receiving task hands over, in order, reading the spilled
+/// ones from the pool (each within `deadline`); after a payload was dropped for want of
+/// room, tells every subscriber to resync. Ends when the receiving task does.
+async fn deliver(
+    pool: PgPool,
+    hub: Arc<Hub>,
+    mut payloads: mpsc::Receiver<String>,
+    overflowed: Arc<AtomicBool>,
+    deadline: Duration,
+) {
+    while let Some(payload) = payloads.recv().await {
+        on_notification(&pool, &hub, &payload, deadline).await;
+        if overflowed.swap(false, Ordering::Relaxed) {
+            tracing::warn!("postgres bus: delivery fell behind; every subscriber resyncs");
+            hub.events.resync();
+            hub.mailboxes.resync();
+        }
+    }
+}
+
+async fn on_notification(pool: &PgPool, hub: &Hub, payload: &str, deadline: Duration) {
     let Some(id) = payload.strip_prefix('s') else {
         hub.deliver(payload);
         return;
@@ -551,26 +622,23 @@ async fn on_notification(pool: &PgPool, hub: &Hub, n: PgNotification, deadline: 
     }
 }
 
-/// NOTIFYs this handle's ping channel every `every`; now and then deletes expired
-/// counters and old spilled messages. Errors are the receiver's to notice.
-async fn heartbeat(pool: PgPool, ping: String, every: Duration, deadline: Duration) {
-    let mut ticker = tokio::time::interval(every);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut beats = 0u32;
+/// Every [`SWEEP_EVERY`] heartbeats (a minute by default), deletes expired counters and
+/// old spilled messages. Errors are left to the next sweep.
+async fn sweep(pool: PgPool, heartbeat: Duration, deadline: Duration) {
+    let every = heartbeat
+        .max(Duration::from_millis(1))
+        .saturating_mul(SWEEP_EVERY);
+    let mut ticker = tokio::time::interval_at(Instant::now() + every, every);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let notify = sqlx::query("SELECT pg_notify($1, '')")
-            .bind(&ping)
-            .execute(&pool);
-        let _ = bounded(deadline, "heartbeat", notify).await;
-        beats = beats.wrapping_add(1);
-        if beats % SWEEP_EVERY == 0 {
-            let sweep = sqlx::raw_sql(
-                "DELETE FROM snodo_bus_counters WHERE expires_at < now() - interval '1 minute';
-                 DELETE FROM snodo_bus_spill WHERE created_at < now() - interval '5 minutes'",
-            )
-            .execute(&pool);
-            let _ = bounded(deadline, "sweep", sweep).await;
+        let sweep = sqlx::raw_sql(
+            "DELETE FROM snodo_bus_counters WHERE expires_at < now() - interval '1 minute';
+             DELETE FROM snodo_bus_spill WHERE created_at < now() - interval '5 minutes'",
+        )
+        .execute(&pool);
+        if let Err(e) = bounded(deadline, "sweep", sweep).await {
+            tracing::debug!("postgres bus: {e}");
         }
     }
 }
