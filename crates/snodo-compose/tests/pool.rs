@@ -9,7 +9,6 @@ mod external;
 mod support;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -154,17 +153,9 @@ async fn a_cpu_bound_child_under_16_concurrent_calls_with_1_and_4_children() {
     assert!(one < 210.0, "{one}");
 }
 
-fn server_everything() -> Option<PathBuf> {
-    external::installed(
-        "SERVER_EVERYTHING",
-        "interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        "cd interop/compose && npm ci",
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_under_16_concurrent_calls_with_1_and_4_children() {
-    let Some(ev) = server_everything() else {
+    let Some(ev) = external::server_everything() else {
         return;
     };
     let ev =

@@ -103,17 +103,9 @@ async fn a_2026_backend_resource_update_reaches_a_front_listen_stream() {
     watched_until(&back, Vec::is_empty).await;
 }
 
-fn server_everything() -> Option<std::path::PathBuf> {
-    external::installed(
-        "SERVER_EVERYTHING",
-        "interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        "cd interop/compose && npm ci",
-    )
-}
-
 #[tokio::test]
 async fn server_everything_resource_updates_reach_a_front_listen_stream() {
-    let Some(ev) = server_everything() else {
+    let Some(ev) = external::server_everything() else {
         return;
     };
     let front = listening("front").build().unwrap();

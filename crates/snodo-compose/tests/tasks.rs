@@ -306,17 +306,9 @@ async fn an_initialize_era_caller_waits_for_the_backend_task_result() {
     }
 }
 
-fn server_everything() -> Option<std::path::PathBuf> {
-    external::installed(
-        "SERVER_EVERYTHING",
-        "interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        "cd interop/compose && npm ci",
-    )
-}
-
 #[tokio::test]
 async fn server_everything_research_query_is_a_front_task() {
-    let Some(ev) = server_everything() else {
+    let Some(ev) = external::server_everything() else {
         return;
     };
     let front = front();

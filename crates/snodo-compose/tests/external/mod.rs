@@ -29,3 +29,14 @@ pub fn installed(var: &str, default: &str, install: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// server-everything's stdio entry point (`SERVER_EVERYTHING`, or interop/compose's
+/// `node_modules`).
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn server_everything() -> Option<PathBuf> {
+    installed(
+        "SERVER_EVERYTHING",
+        "interop/compose/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        "cd interop/compose && npm ci",
+    )
+}
