@@ -44,7 +44,20 @@ fn server_everything() -> Option<PathBuf> {
 struct Gateway(Child);
 
 impl Drop for Gateway {
+    /// SIGTERM first, so the gateway reaps its children (a SIGKILLed gateway cannot:
+    /// they are in process groups of their own, and a backend that keeps timers, as
+    /// server-everything with a subscription does, outlives its closed stdin); SIGKILL
+    /// after 5 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        for _ in 0..50 {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
