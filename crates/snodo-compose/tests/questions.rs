@@ -156,16 +156,7 @@ async fn a_parked_call_leaves_the_connection_to_the_next_question() {
         "hi Ada"
     );
     // The parked call goes on when its caller continues.
-    let key = round["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
-    let p = json!({"name": "s_ask", "arguments": {},
-        "inputResponses": {key: {"action": "accept", "content": {"v": "Bo"}}},
-        "requestState": round["requestState"]});
+    let p = support::continuation(&round, "s_ask", "Bo");
     let done = modern.request_with("tools/call", p, &keep).await.unwrap();
     assert_eq!(done["content"][0]["text"], "hi Bo", "{done}");
 }
@@ -241,16 +232,7 @@ async fn a_parked_call_whose_connection_died_leaves_the_new_connection_alone() {
     assert_eq!(health.restarts(), 1, "{health:?}");
     // The continuation holds the new connection; the parked call failed on the old
     // one: an error naming the backend, and the new connection is not restarted.
-    let key = round["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
-    let p = json!({"name": "s_ask", "arguments": {},
-        "inputResponses": {key: {"action": "accept", "content": {"v": "Bo"}}},
-        "requestState": round["requestState"]});
+    let p = support::continuation(&round, "s_ask", "Bo");
     let keep = snodo_client::CallOptions::default().keep_input_required();
     let e = modern
         .request_with("tools/call", p, &keep)

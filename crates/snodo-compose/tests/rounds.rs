@@ -178,18 +178,7 @@ async fn first_round(a: &Front) -> Value {
 async fn continue_on(f: &Front, round: &Value, answer: &str) -> Result<Value, ClientError> {
     let c = caller(f, "2026-07-28").await;
     let keep = CallOptions::default().keep_input_required();
-    let key = round["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
-    let p = json!({
-        "name": "b_ask_twice", "arguments": {},
-        "inputResponses": {key: {"action": "accept", "content": {"v": answer}}},
-        "requestState": round["requestState"],
-    });
+    let p = support::continuation(round, "b_ask_twice", answer);
     c.request_with("tools/call", p, &keep).await
 }
 

@@ -230,11 +230,11 @@ fn created(r: &Value) -> String {
     r["result"]["taskId"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
-async fn a_backend_task_is_a_front_task_polled_to_its_result() {
-    let b = Shared::default();
+/// `lt_crunch` of a mounted [`legacy_task_backend`] called as a task at the front: the
+/// mount, the caller and the front task's id.
+async fn crunching(b: &Shared) -> (Mount, Caller, String) {
     let front = front();
-    let _m = mounted(&front, legacy_task_backend(&b), "lt").await;
+    let m = mounted(&front, legacy_task_backend(b), "lt").await;
     let mut c = Caller::start(front);
     let r = c
         .ask(
@@ -244,6 +244,13 @@ async fn a_backend_task_is_a_front_task_polled_to_its_result() {
         )
         .await;
     let id = created(&r);
+    (m, c, id)
+}
+
+#[tokio::test]
+async fn a_backend_task_is_a_front_task_polled_to_its_result() {
+    let b = Shared::default();
+    let (_m, mut c, id) = crunching(&b).await;
     // The backend's status message is the front task's.
     let t = c
         .until(&id, |t| t["statusMessage"] == "backend working")
@@ -262,17 +269,7 @@ async fn a_backend_task_is_a_front_task_polled_to_its_result() {
 #[tokio::test]
 async fn cancelling_the_front_task_cancels_the_backend_task() {
     let b = Shared::default();
-    let front = front();
-    let _m = mounted(&front, legacy_task_backend(&b), "lt").await;
-    let mut c = Caller::start(front);
-    let r = c
-        .ask(
-            1,
-            "tools/call",
-            json!({"name": "lt_crunch", "arguments": {}}),
-        )
-        .await;
-    let id = created(&r);
+    let (_m, mut c, id) = crunching(&b).await;
     c.until(&id, |t| t["statusMessage"] == "backend working")
         .await;
     let ack = c.ask(2, "tasks/cancel", json!({"taskId": id})).await;

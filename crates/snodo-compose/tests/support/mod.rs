@@ -179,3 +179,19 @@ pub async fn first_round_of(c: &Client, tool: &str) -> serde_json::Value {
     assert_eq!(r["resultType"], "input_required", "{r}");
     r
 }
+
+/// The params that continue `round` (a kept `input_required` of `tool`, called with no
+/// arguments), its one question accepted with `{"v": answer}`.
+#[allow(dead_code)] // not every test binary that includes this module continues rounds
+pub fn continuation(round: &serde_json::Value, tool: &str, answer: &str) -> serde_json::Value {
+    let key = round["inputRequests"]
+        .as_object()
+        .and_then(|q| q.keys().next())
+        .expect("a question")
+        .clone();
+    serde_json::json!({
+        "name": tool, "arguments": {},
+        "inputResponses": {key: {"action": "accept", "content": {"v": answer}}},
+        "requestState": round["requestState"],
+    })
+}
