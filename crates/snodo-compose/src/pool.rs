@@ -79,8 +79,18 @@ pub(crate) struct Conn {
     /// call goes to a call on the same connection only).
     pub(crate) id: u64,
     /// A task listening to the backend for list changes (2026-07-28 backends): it
-    /// holds its own client and stream, so it is stopped when the connection goes.
-    pub(crate) listener: Option<tokio::task::AbortHandle>,
+    /// holds its own client and stream, so it is stopped when the connection goes,
+    /// on every path (a restart, the pool dropped).
+    pub(crate) listener: Option<AbortOnDrop>,
+}
+
+/// Aborts a task when dropped.
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Makes one connection; the error names what failed.
@@ -492,9 +502,7 @@ async fn serve(s: &Supervisor, conn: Conn, again: bool) -> String {
         listener,
         ..
     } = conn;
-    if let Some(l) = listener {
-        l.abort();
-    }
+    drop(listener);
     drop(child);
     tokio::spawn(async move { client.close().await });
     why

@@ -11,7 +11,7 @@ use snodo_client::{Client, ClientBuilder, ServerEvent, Subscriptions};
 
 use super::{Config, Target};
 use crate::child;
-use crate::pool::Conn;
+use crate::pool::{AbortOnDrop, Conn};
 use crate::source::SourceError;
 
 impl Config {
@@ -104,7 +104,7 @@ impl Config {
         let c = &conn.client;
         tracing::info!(source = %self.name, protocol = %c.protocol_version(), "backend connected");
         if c.server().stateless {
-            conn.listener = self.spawn_listener(c);
+            conn.listener = self.spawn_listener(c).map(AbortOnDrop);
         }
         Ok(conn)
     }
