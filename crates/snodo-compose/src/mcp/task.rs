@@ -124,13 +124,18 @@ impl McpSource {
         );
         tokio::pin!(result);
         let mut tick = tokio::time::interval(Duration::from_millis(every));
+        // A slow poll is not made up for with a burst of them.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
         let r = loop {
             tokio::select! {
                 biased;
                 r = &mut result => break r,
                 _ = tick.tick() => {
-                    let Ok(t) = lease.client.request("tasks/get", json!({"taskId": id})).await else {
+                    // Bounded by the period: a backend that never answers a poll does
+                    // not keep `result` (the result, the front's cancellation) unpolled.
+                    let poll = lease.client.request("tasks/get", json!({"taskId": id}));
+                    let Ok(Ok(t)) = tokio::time::timeout(Duration::from_millis(every), poll).await else {
                         continue;
                     };
                     let now = t.get("statusMessage").and_then(Value::as_str);
