@@ -24,6 +24,14 @@ pub(super) const BACKLOG: usize = 256;
 pub(super) struct Listens(Mutex<HashMap<String, AbortHandle>>);
 
 impl Listens {
+    /// Whether `uri` has a listen stream still running (a new listing asks again for
+    /// every URI: a live stream is kept rather than opened anew).
+    fn live(&self, uri: &str) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|m| m.get(uri).is_some_and(|t| !t.is_finished()))
+    }
+
     fn put(&self, uri: &str, task: Option<AbortHandle>) {
         if let Ok(mut m) = self.0.lock() {
             let old = match task {
@@ -60,6 +68,9 @@ impl McpSource {
                 Ok(_) => Ok(()),
                 Err(e) => Err(self.fail(&lease, e).await),
             };
+        }
+        if self.listens.live(uri) {
+            return Ok(());
         }
         let subs = Subscriptions {
             resource_subscriptions: vec![uri.to_owned()],
