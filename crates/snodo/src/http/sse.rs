@@ -44,10 +44,7 @@ impl SseStream {
         write_timeout: Duration,
     ) -> (Self, Response<Body>) {
         let (tx, rx) = mpsc::channel(depth);
-        let ticker = tokio::time::interval_at(
-            crate::engine::deadline(Instant::now(), keep_alive),
-            keep_alive,
-        );
+        let ticker = keep_alive_ticker(keep_alive);
         (
             Self {
                 tx,
@@ -80,8 +77,14 @@ impl SseStream {
         Ok(())
     }
 
-    /// Queues one frame, waiting at most the write timeout for room.
+    /// Queues one frame, waiting at most the write timeout for room (a timer only when
+    /// the queue is full: a frame that finds room, nearly every one, sets none).
     async fn send_frame(&self, frame: Bytes) -> Result<(), Gone> {
+        let frame = match self.tx.try_send(frame) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(Gone),
+            Err(mpsc::error::TrySendError::Full(frame)) => frame,
+        };
         match tokio::time::timeout(self.write_timeout, self.tx.send(frame)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) | Err(_) => Err(Gone),
@@ -102,6 +105,14 @@ impl SseStream {
             }
         }
     }
+}
+
+/// Ticks every `keep_alive`, the first a whole period from now.
+pub(crate) fn keep_alive_ticker(keep_alive: Duration) -> tokio::time::Interval {
+    tokio::time::interval_at(
+        crate::engine::deadline(Instant::now(), keep_alive),
+        keep_alive,
+    )
 }
 
 /// The most frames one event takes.
