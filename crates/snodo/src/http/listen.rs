@@ -9,11 +9,10 @@
 //! bounded backlog tells it, when it catches up, that every watched list changed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
-use tokio::time::{Instant, Interval};
+use tokio::time::Interval;
 
 use super::body::Body;
 use super::response;
@@ -34,7 +33,7 @@ pub(crate) fn serve(
     let state = State {
         subscription,
         engine: Arc::clone(&shared.engine),
-        ticker: ticker(shared.config.keep_alive),
+        ticker: super::sse::keep_alive_ticker(shared.config.keep_alive),
         done: false,
     };
     let events = futures_util::stream::unfold(state, |mut state| async move {
@@ -42,14 +41,6 @@ pub(crate) fn serve(
         Some((chunk, state))
     });
     Ok(response::event_stream(Body::events(events)))
-}
-
-/// Ticks every `keep_alive`, the first a whole period from now.
-fn ticker(keep_alive: Duration) -> Interval {
-    tokio::time::interval_at(
-        crate::engine::deadline(Instant::now(), keep_alive),
-        keep_alive,
-    )
 }
 
 /// What a listen stream's body holds.
@@ -86,15 +77,10 @@ impl State {
 
 /// `messages` as SSE events, one after the other in one buffer (one write).
 fn events(messages: &[Bytes]) -> Bytes {
-    if let [one] = messages {
-        return response::sse_frame(one);
-    }
     let len = messages.iter().map(|m| m.len() + 8).sum();
     let mut out = Vec::with_capacity(len);
     for m in messages {
-        out.extend_from_slice(b"data: ");
-        out.extend_from_slice(m);
-        out.extend_from_slice(b"\n\n");
+        response::write_sse_frame(&mut out, m);
     }
     Bytes::from(out)
 }

@@ -147,10 +147,15 @@ pub(crate) fn event_stream(body: Body) -> Response<Body> {
 /// One SSE frame carrying one JSON-RPC message.
 pub(crate) fn sse_frame(message: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(message.len() + 8);
+    write_sse_frame(&mut out, message);
+    Bytes::from(out)
+}
+
+/// Appends `message` as one SSE event (`data: …` and a blank line) to `out`.
+pub(crate) fn write_sse_frame(out: &mut Vec<u8>, message: &[u8]) {
     out.extend_from_slice(b"data: ");
     out.extend_from_slice(message);
     out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
 }
 
 /// An SSE comment that keeps idle connections open.
