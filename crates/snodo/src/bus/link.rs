@@ -232,11 +232,18 @@ impl Link {
             self.dropped_one("too many forwards in flight");
             return false;
         };
-        let bus = Arc::clone(&self.bus);
+        let (bus, gone) = (Arc::clone(&self.bus), self.gone.clone());
+        // Ends with the runtime too: a send that never returns holds no task or permit
+        // past the link.
         tokio::spawn(async move {
             let _permit = permit;
-            if let Err(e) = bus.send(to, message).await {
-                tracing::warn!(target: "snodo::bus", error = %e, "could not forward a message on the bus");
+            tokio::select! {
+                () = gone.cancelled() => {}
+                r = bus.send(to, message) => {
+                    if let Err(e) = r {
+                        tracing::warn!(target: "snodo::bus", error = %e, "could not forward a message on the bus");
+                    }
+                }
             }
         });
         true
