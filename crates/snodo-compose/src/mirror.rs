@@ -59,6 +59,24 @@ impl Forward {
         }
     }
 
+    /// Forgets the limits' state of the tools `listing` no longer has: the map holds
+    /// at most the tools of the latest listing, however many names a backend goes
+    /// through (a tool that comes back starts its budget again).
+    fn forget_limits(&self, listing: &Listing) {
+        let Ok(mut kept) = self.limits.lock() else {
+            return;
+        };
+        if kept.is_empty() {
+            return;
+        }
+        let listed: std::collections::HashSet<&str> = listing
+            .tools
+            .iter()
+            .filter_map(|d| str_of(d, "name"))
+            .collect();
+        kept.retain(|name, _| listed.contains(name.as_str()));
+    }
+
     /// Sends a request to the source; errors keep their codes, a down backend is named.
     async fn send(
         &self,
@@ -398,6 +416,7 @@ fn template(fwd: &Arc<Forward>, def: &Value) -> Option<Item> {
 pub(crate) fn items(fwd: &Arc<Forward>, listing: &Listing) -> Vec<Item> {
     let mut out = Vec::new();
     out.extend(listing.tools.iter().filter_map(|d| tool(fwd, d)));
+    fwd.forget_limits(listing);
     out.extend(listing.prompts.iter().filter_map(|d| prompt(fwd, d)));
     out.extend(listing.resources.iter().filter_map(|d| resource(fwd, d)));
     out.extend(listing.templates.iter().filter_map(|d| template(fwd, d)));

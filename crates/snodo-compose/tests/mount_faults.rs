@@ -1,6 +1,6 @@
 //! A mount facing a source that misbehaves: a listing or a check that never answers, a
 //! backoff too large to double, a URI a front-local resource already has, and
-//! visibility rules kept through re-lists.
+//! visibility rules kept through re-lists, tools' limits kept while listed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -34,6 +34,8 @@ enum Mode {
 struct Fake {
     mode: Mode,
     listing: Listing,
+    /// When set, listed instead of `listing`.
+    relisting: Arc<std::sync::Mutex<Option<Listing>>>,
     lists: Arc<AtomicUsize>,
     changes: watch::Sender<u64>,
 }
@@ -48,7 +50,12 @@ impl Source for Fake {
             match self.mode {
                 Mode::ListHangs => std::future::pending().await,
                 Mode::Fails => Err(SourceError::Down("connection refused".into())),
-                Mode::Serve | Mode::CheckHangs => Ok(self.listing.clone()),
+                Mode::Serve | Mode::CheckHangs => Ok(self
+                    .relisting
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .unwrap_or_else(|| self.listing.clone())),
             }
         })
     }
@@ -307,5 +314,62 @@ async fn a_tools_limits_keep_their_state_across_listings() {
     assert!(
         second.is_error,
         "a re-list gave the budget back: {second:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tools_limits_are_forgotten_once_it_is_no_longer_listed() {
+    let front = front().build().unwrap();
+    let source = Fake {
+        listing: one_tool(),
+        ..Fake::default()
+    };
+    let (changes, relisting) = (source.changes.clone(), Arc::clone(&source.relisting));
+    let once_a_minute = snodo_compose::ToolPolicy {
+        rate_limit: Some(snodo::RateLimit::per_principal(1, Duration::from_secs(60))),
+        ..snodo_compose::ToolPolicy::default()
+    };
+    let m = Mount::with_options(
+        &front,
+        Arc::new(source),
+        Transforms::new().policy("*", once_a_minute),
+        quick(),
+    );
+    assert!(matches!(
+        m.ready(Duration::from_secs(5)).await,
+        Status::Up { generation: 1, .. }
+    ));
+    let c = Client::builder("t", "1")
+        .connect_runtime(front.clone())
+        .await
+        .unwrap();
+    assert!(!c.call_tool("hello", json!({})).await.unwrap().is_error);
+    assert!(c.call_tool("hello", json!({})).await.unwrap().is_error);
+    // Listed without `hello` (the policy matches any name, so a backend that goes
+    // through names must not grow the kept state), then with it again.
+    let relist = |generation: u64, listing: Listing| {
+        *relisting.lock().unwrap() = Some(listing);
+        changes.send_modify(|n| *n += 1);
+        m.wait_for(
+            Duration::from_secs(5),
+            move |s| matches!(s, Status::Up { generation: g, .. } if *g == generation),
+        )
+    };
+    let other = Listing {
+        tools: vec![json!({"name": "other", "inputSchema": {"type": "object"}})],
+        ..Listing::default()
+    };
+    assert!(matches!(
+        relist(2, other).await,
+        Status::Up { generation: 2, .. }
+    ));
+    assert!(matches!(
+        relist(3, one_tool()).await,
+        Status::Up { generation: 3, .. }
+    ));
+    let back = c.call_tool("hello", json!({})).await.unwrap();
+    assert!(
+        !back.is_error,
+        "a tool listed again kept a forgotten budget: {back:?}"
     );
 }
