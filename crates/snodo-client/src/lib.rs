@@ -101,6 +101,7 @@ mod hyper_client;
 mod message;
 mod negotiate;
 mod sse;
+mod stall;
 mod stdio;
 mod transport;
 mod types;

@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ClientError;
 use crate::message;
+use crate::stall::Stalling;
 use crate::transport::{BoxFuture, Messages, Outgoing, Transport};
 
 /// The longest line accepted from the peer, in bytes.
@@ -184,23 +185,24 @@ impl StdioTransport {
 }
 
 /// Writes queued messages as whole lines, every one queued at the time in one write;
-/// a write that makes no progress for `limit`, or fails, breaks the connection.
+/// a write that makes no progress for `limit` (however long the batch takes while the
+/// peer reads), or fails, breaks the connection.
 async fn write_loop(
-    mut w: impl AsyncWrite + Send + Unpin,
+    w: impl AsyncWrite + Send + Unpin,
     mut lines: mpsc::Receiver<Bytes>,
     routes: Arc<Mutex<Routes>>,
     limit: Duration,
 ) {
+    let mut w = Stalling::new(w, limit);
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     let mut buf = Vec::new();
     while lines.recv_many(&mut batch, WRITE_BATCH).await > 0 {
-        let r = tokio::time::timeout(limit, write_lines(&mut w, &mut batch, &mut buf)).await;
-        let why = match r {
-            Ok(Ok(())) => continue,
-            Ok(Err(e)) => format!("cannot write to the peer: {e}"),
-            Err(_) => format!(
+        let why = match write_lines(&mut w, &mut batch, &mut buf).await {
+            Ok(()) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => format!(
                 "the peer stopped reading its input (a write made no progress for {limit:?})"
             ),
+            Err(e) => format!("cannot write to the peer: {e}"),
         };
         tracing::warn!(error = %why, "stdio: connection broken");
         close_routes(&routes, &why);
