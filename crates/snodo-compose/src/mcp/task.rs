@@ -94,7 +94,9 @@ impl McpSource {
             return Ok(created);
         };
         let name = &self.cfg.name;
-        tracing::debug!(source = %name, backend_task = %id, front_task = ?ctx.task_id(), "backend task created");
+        // `front_task` only for a front task (a synchronous caller's call has none), as
+        // the plain id: what an operator (and scale/gateway_tasks.sh) matches on.
+        tracing::debug!(source = %name, backend_task = %id, front_task = ctx.task_id(), "backend task created");
         let mut guard = CancelOnDrop {
             client: lease.client.clone(),
             task: Some(id.clone()),
