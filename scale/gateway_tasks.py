@@ -13,7 +13,9 @@ Steps:
   elsewhere simulate-research-query created on gw1 (a front task: the backend's own
             task runs on gw1's child), polled with tasks/get on gw2 and gw3 in turn
             until completed (the backend's stage messages seen as the front task's
-            statusMessage on them), its result read with a last tasks/get on each;
+            statusMessage on them), its result read with a last tasks/get on each
+            (without the backend's task id, which server-everything puts in its
+            result's `_meta`);
   cancel    a second one created on gw2, seen working on gw3, cancelled through gw1:
             it reads cancelled on gw3 and gw1, with no result, and stays so; gw2's
             log says the backend's task got tasks/cancel, and server-everything's
@@ -159,6 +161,9 @@ def step_elsewhere(run, s):
     need(len(set(texts.values())) == 1, "the two instances read different results")
     back = backend_task(run, owner, task_id)
     need(back, f"{owner}'s log has no `backend task created` for front task {task_id}")
+    # The backend's result names its own task in `_meta` (related-task): not passed on.
+    need(back not in json.dumps(final), f"the front task's result names the backend task {back}: "
+                                        f"{json.dumps(final.get('result', {}).get('_meta'))[:300]}")
     return (f"created on {owner} (backend task {back} on its child); {len(seen)} tasks/get alternating "
             f"{' and '.join(pollers)}, completed after {took:.1f} s; stage messages seen: "
             f"{', '.join(f'{st!r} on {b}' for st, b in sorted(stages))}; the report read on "
