@@ -20,7 +20,12 @@ Steps:
             it reads cancelled on gw3 and gw1, with no result, and stays so; gw2's
             log says the backend's task got tasks/cancel, and server-everything's
             stderr (in gw2's log) that its task is cancelled in its own store;
-  children  each instance still has its one child (none restarted).
+  input     an ambiguous query created on gw3: the backend's elicitation/create read
+            as input_required on gw1, answered with tasks/update on gw2, completed
+            with the answer in the report;
+  children  each instance still has its one child (none restarted);
+  child     gw1's child SIGKILLed under a task: the task reads failed on gw2 at once
+            with an error naming the backend; a call on gw1 succeeds on a new child.
 
 Prints `ok <step> (...)` or `FAIL <step>: ...` per step, then `N passed, M failed`.
 """
@@ -28,6 +33,7 @@ Prints `ok <step> (...)` or `FAIL <step>: ...` per step, then `N passed, M faile
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -271,6 +277,47 @@ def step_children(run, s):
     return "each instance still has its first child: " + ", ".join(f"{k} {v[0]}" for k, v in now.items())
 
 
+def step_child_killed(run, s):
+    owner, watcher = "gw1", "gw2"
+    task_id = create(s, owner, "a child killed")
+    start = time.monotonic()
+    while True:
+        result = get(s, task_id, watcher)
+        if any(st in (result.get("statusMessage") or "") for st in STAGES):
+            break
+        need(result.get("status") == "working", f"tasks/get on {watcher}: {json.dumps(result)[:300]}")
+        need(time.monotonic() - start < 10, f"no stage message on {watcher} within 10 s")
+        time.sleep(0.1)
+    (old,) = run.children(owner)
+    os.kill(old, signal.SIGKILL)
+    killed = time.monotonic()
+    while True:
+        result = get(s, task_id, watcher)
+        if result.get("status") in TERMINAL:
+            break
+        need(time.monotonic() - killed < 10, f"still {result.get('status')!r} 10 s after the kill")
+        time.sleep(0.1)
+    took = time.monotonic() - killed
+    error = result.get("error") or {}
+    need(result.get("status") == "failed" and '"node"' in str(error.get("message")),
+         f"after the kill: {json.dumps(result)[:400]}")
+    need(took < 5, f"failed {took:.1f} s after the kill")
+    # The pool starts a new child: a plain call on the owner succeeds again.
+    while True:
+        res, err, by = tasks.call(s, "tools/call", {"name": "echo", "arguments": {"message": "back"}},
+                                  target=owner, name="echo")
+        if err is None and not res.get("isError") and "back" in text_of(res):
+            break
+        need(time.monotonic() - killed < 15, f"no call succeeded on {owner} 15 s after the kill: "
+                                             f"{json.dumps(err or res)[:300]}")
+        time.sleep(0.2)
+    new = run.children(owner)
+    need(len(new) == 1 and new[0] != old, f"{owner}'s children after the restart: {new} (killed {old})")
+    return (f"{owner}'s child {old} SIGKILLed under the task: read `failed` on {watcher} {took * 1000:.0f} ms "
+            f"later ({error.get('code')} {error.get('message', '')[:70]!r}…); echo on new child {new[0]} "
+            f"{time.monotonic() - killed:.1f} s after the kill")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--proxy", required=True)
@@ -285,6 +332,7 @@ def main():
     run.step("task-cancelled-elsewhere", step_cancel)
     run.step("task-input-elsewhere", step_input)
     run.step("children", step_children)
+    run.step("task-child-killed", step_child_killed)
     print(f"{run.passed} passed, {run.failed} failed", flush=True)
     return 1 if run.failed else 0
 
