@@ -4,7 +4,8 @@
 # same backend (the conformance fixture), driven through the proxy by scale/gateway.py:
 # tools/list paged across instances, a call streaming progress, a multi-round
 # input_required continued on other instances, a child killed mid-call, an instance
-# SIGTERMed while the others serve.
+# SIGTERMed while the others serve. The task flow (a backend's task polled elsewhere,
+# on a shared PostgreSQL task store) is its sibling lane, scale/gateway_tasks.sh.
 #
 #   bash scale/gateway.sh
 #
