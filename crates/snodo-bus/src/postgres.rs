@@ -159,8 +159,12 @@ fn fnv1a(s: &str) -> u64 {
 }
 
 impl PgBus {
-    /// Connects to `url` (`postgres://user@host:port/db`), creates the bus's two tables
-    /// if missing, and starts listening.
+    /// Connects to `url` (`postgres://user[:password]@host:port/db`), creates the bus's
+    /// two tables if missing, and starts listening. The URL's `sslmode` is honoured
+    /// (`disable`; `prefer`, the default, TLS when the server offers it; `require`,
+    /// TLS without checking the certificate; `verify-ca`, `verify-full`), over rustls;
+    /// the certificate is checked against the system's trust anchors or the PEM file
+    /// `sslrootcert` names.
     ///
     /// # Errors
     /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or

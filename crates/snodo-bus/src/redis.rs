@@ -25,6 +25,8 @@ use snodo::bus::{
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+mod client;
+
 use crate::hub::Hub;
 use crate::{DEFAULT_DEADLINE, DEFAULT_HEARTBEAT, bounded, check_namespace, wire};
 
@@ -119,8 +121,11 @@ impl Shared {
 }
 
 impl RedisBus {
-    /// Connects to `url` (`redis://host:port[/db]`): one connection for commands, one
-    /// for pub/sub.
+    /// Connects to `url`: one connection for commands, one for pub/sub.
+    /// `redis://[:password@]host:port[/db]` in plaintext; `rediss://…` over TLS (rustls),
+    /// the server's certificate checked against the system's trust anchors, or against
+    /// the CA certificates of the PEM file `?sslrootcert=FILE` names; `rediss://…#insecure`
+    /// checks nothing (tests only).
     ///
     /// # Errors
     /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or
@@ -128,7 +133,7 @@ impl RedisBus {
     pub async fn connect(url: &str, options: RedisBusOptions) -> Result<Self, BusError> {
         check_namespace(&options.namespace)?;
         let deadline = options.deadline;
-        let client = Client::open(url).map_err(|e| BusError::Invalid(format!("bad URL: {e}")))?;
+        let client = client::client(url)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(deadline))
             .set_response_timeout(Some(deadline))
