@@ -171,6 +171,7 @@ impl PgBus {
     /// [`BusError::Timeout`] when the server cannot be reached within the deadline.
     pub async fn connect(url: &str, options: PgBusOptions) -> Result<Self, BusError> {
         check_namespace(&options.namespace)?;
+        check_root_cert(url)?;
         let deadline = options.deadline;
         let connect = PgConnectOptions::from_str(url)
             .map_err(|e| BusError::Invalid(format!("bad URL: {e}")))?
@@ -372,6 +373,28 @@ impl Bus for PgBus {
     fn state(&self) -> watch::Receiver<BusState> {
         self.hub.state.subscribe()
     }
+}
+
+/// An unreadable `sslrootcert` file, named (sqlx reads it at each connection and its
+/// error does not say which file): the URL's query, values without percent-escapes.
+fn check_root_cert(url: &str) -> Result<(), BusError> {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split_once('#').map_or(query, |(q, _)| q);
+    for (key, path) in query.split('&').filter_map(|kv| kv.split_once('=')) {
+        let named = matches!(key, "sslrootcert" | "ssl-root-cert" | "ssl-ca");
+        if named && !path.contains('%') && !path.contains('+') {
+            if let Err(e) = std::fs::metadata(path).and_then(|m| {
+                if m.is_file() {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other("not a file"))
+                }
+            }) {
+                return Err(BusError::Invalid(format!("{key} {path:?}: {e}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Creates the bus's tables if missing.

@@ -133,9 +133,13 @@ async fn postgres_sslmode_is_honoured_and_a_wrong_ca_refused() {
     );
     names_the_certificate("verify-ca, wrong CA", &e);
     let missing = with_password(&url.replace("/ca.pem", "/missing.pem"), "snodo");
-    refused(
+    let e = refused(
         "sslrootcert missing",
         PgBus::connect(&missing, quick(&ns)).await,
+    );
+    assert!(
+        e.contains("missing.pem"),
+        "the error does not name the file: {e}"
     );
 }
 
