@@ -183,3 +183,54 @@ async fn redis_tls_parameters_are_honoured_and_a_wrong_ca_refused() {
     );
     contract::events_reach_every_handle(&|| async { Arc::clone(&bus) }).await;
 }
+
+/// The outage scenario of `tests/faults.rs` over TLS: connections cut and refused by a
+/// proxy on loopback (the certificate names 127.0.0.1, so it still verifies), then
+/// passed again; every reconnection is a new TLS handshake with the same URL.
+async fn cut_and_back(name: &str, url: &str, bus: impl AsyncFnOnce(String) -> Arc<dyn Bus>) {
+    let proxy = support::Proxy::start(support::host_port(url)).await;
+    let bus = bus(support::via(url, proxy.addr)).await;
+    let o = support::outage(
+        bus,
+        FAULT_DEADLINE,
+        || proxy.cut(),
+        || async { proxy.restore() },
+    )
+    .await;
+    println!(
+        "{name} over TLS, connections cut: down {:?} after, slowest call {:?}, up {:?} after the restore",
+        o.detected, o.slowest_call, o.recovered
+    );
+}
+
+const FAULT_DEADLINE: Duration = Duration::from_millis(500);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_tls_cut_and_back() {
+    let Some(url) = support::url(PG) else { return };
+    cut_and_back("postgres", &url, async |u| {
+        let options = PgBusOptions {
+            deadline: FAULT_DEADLINE,
+            heartbeat: Duration::from_millis(200),
+            ..pg_options(&support::namespace("pgtlscut"))
+        };
+        support::pg_bus(&u, options).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_over_tls_cut_and_back() {
+    let Some(url) = support::url(REDIS) else {
+        return;
+    };
+    cut_and_back("redis", &url, async |u| {
+        let options = RedisBusOptions {
+            deadline: FAULT_DEADLINE,
+            heartbeat: Duration::from_millis(200),
+            ..redis_options(&support::namespace("redistlscut"))
+        };
+        support::redis_bus(&u, options).await
+    })
+    .await;
+}
