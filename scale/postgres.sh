@@ -3,6 +3,7 @@
 #
 #   eval "$(bash scale/postgres.sh start DIR)"   # prints: export SNODO_TEST_PG_URL=postgres://...
 #   bash scale/postgres.sh stop DIR              # stops the server (by its PID) and removes DIR
+#   eval "$(bash scale/postgres.sh start DIR tls)"   # TLS only: export SNODO_TEST_PG_TLS_URL=...
 #
 # start: installs Debian's `postgresql` if initdb is missing, runs initdb in DIR/data (trust
 # authentication, superuser `snodo`), starts the server on 127.0.0.1 on a free port with its
@@ -10,6 +11,9 @@
 # connections, creates the database `snodo`, writes the URL to DIR/url and prints the export
 # line on stdout (everything else goes to stderr). PostgreSQL refuses to run as root: as root
 # initdb and the server run as the `postgres` user (created by the package), DIR is chowned.
+# With `tls`: certificates from scale/tls.sh in DIR/tls, ssl=on, and pg_hba.conf accepts
+# TCP connections over TLS only (`hostssl`); the URL says sslmode=verify-full and names
+# DIR/tls/ca.pem as sslrootcert (DIR/tls/other-ca.pem is a CA that signed nothing).
 # stop: SIGTERM (smart shutdown) then SIGINT (fast) then SIGKILL, by the postmaster's PID.
 # kill: SIGQUIT (immediate shutdown, like a crash); restart: starts it again on its port.
 set -euo pipefail
@@ -22,7 +26,9 @@ KILL_SIGNAL=QUIT
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n $cmd && -n $dir ]] || die "usage: postgres.sh start|stop|kill|restart DIR"
+tls=${3:-}
+[[ -n $cmd && -n $dir && ( -z $tls || $tls == tls ) ]] \
+    || die "usage: postgres.sh start|stop|kill|restart DIR [tls]"
 
 find_bin() {
     local d
@@ -44,10 +50,14 @@ launch() { # $1 = port: starts the cluster in $dir/data, waits until it accepts 
     local bin port=$1 pid i
     bin=$(find_bin) || die "initdb not found"
     rm -f "$dir/data/postmaster.pid"
+    local ssl=()
+    if [[ -d $dir/tls ]]; then
+        ssl=(-c ssl=on -c "ssl_cert_file=$dir/tls/server.pem" -c "ssl_key_file=$dir/tls/server.key")
+    fi
     # Detached from this shell (setsid): the caller's `eval "$(...)"` must not wait for it.
     as_owner setsid "$bin/postgres" -D "$dir/data" -h 127.0.0.1 -p "$port" -k "$dir" \
         -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-        -c max_connections=200 -c shared_buffers=32MB \
+        -c max_connections=200 -c shared_buffers=32MB "${ssl[@]}" \
         </dev/null >>"$dir/server.log" 2>&1 &
     for ((i = 0; i < 300; i++)); do
         [[ -s $dir/data/postmaster.pid ]] && break
@@ -81,14 +91,24 @@ start() {
     fi
     as_owner "$bin/initdb" -D "$dir/data" -U snodo --auth=trust -E UTF8 --no-instructions \
         >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+    local var=SNODO_TEST_PG_URL url query=""
+    if [[ -n $tls ]]; then
+        bash "$(dirname "${BASH_SOURCE[0]}")/tls.sh" "$dir/tls"
+        (( EUID != 0 )) || chown -R postgres: "$dir/tls"
+        # Local (socket) connections as before; TCP over TLS only.
+        printf '%s\n' 'local all all trust' 'hostssl all all 127.0.0.1/32 trust' \
+            'hostssl all all ::1/128 trust' >"$dir/data/pg_hba.conf"
+        var=SNODO_TEST_PG_TLS_URL
+        query="?sslmode=verify-full&sslrootcert=$dir/tls/ca.pem"
+    fi
     port=$(free_port)
     launch "$port"
     psql -q -h 127.0.0.1 -p "$port" -U snodo -d postgres -c 'CREATE DATABASE snodo' >&2 \
         || die "CREATE DATABASE failed"
-    local url="postgres://snodo@127.0.0.1:$port/snodo"
+    url="postgres://snodo@127.0.0.1:$port/snodo$query"
     echo "$url" >"$dir/url"
-    note "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (pid $(cat "$dir/pid"), $dir)"
-    printf 'export SNODO_TEST_PG_URL=%q\n' "$url"
+    note "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port${tls:+ (TLS only)} (pid $(cat "$dir/pid"), $dir)"
+    printf 'export %s=%q\n' "$var" "$url"
 }
 
 dispatch "$cmd"

@@ -3,11 +3,15 @@
 #
 #   eval "$(bash scale/redis.sh start DIR)"   # prints: export SNODO_TEST_REDIS_URL=redis://...
 #   bash scale/redis.sh stop DIR              # stops the server (by its PID) and removes DIR
+#   eval "$(bash scale/redis.sh start DIR tls)"   # TLS only: export SNODO_TEST_REDIS_TLS_URL=rediss://...
 #
 # start: installs Debian's `redis-server` if it is missing, starts it on 127.0.0.1 on a free
 # port (no unix socket, no persistence: no RDB snapshots, no AOF; protected mode on), its
 # working directory, log and pid file in DIR, waits until it answers PING, writes the URL
 # to DIR/url and prints the export line on stdout (everything else goes to stderr).
+# With `tls`: certificates from scale/tls.sh in DIR/tls, a TLS port only (no plaintext
+# port, no client certificates asked), and the URL names DIR/tls/ca.pem as sslrootcert
+# (DIR/tls/other-ca.pem is a CA that signed nothing).
 # stop: SIGTERM then SIGKILL, by the PID the server wrote. kill: SIGKILL (DIR stays);
 # restart: starts it again on its port.
 set -euo pipefail
@@ -20,13 +24,29 @@ KILL_SIGNAL=KILL
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n $cmd && -n $dir ]] || die "usage: redis.sh start|stop|kill|restart DIR"
+tls=${3:-}
+[[ -n $cmd && -n $dir && ( -z $tls || $tls == tls ) ]] \
+    || die "usage: redis.sh start|stop|kill|restart DIR [tls]"
+
+ping() { # $1 = port
+    if [[ -d $dir/tls ]]; then
+        redis-cli --tls --cacert "$dir/tls/ca.pem" -h 127.0.0.1 -p "$1" ping 2>/dev/null
+    else
+        redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null
+    fi
+}
 
 launch() { # $1 = port: starts the server, waits until it answers PING
     local port=$1 pid i
     rm -f "$dir/redis.pid"
+    local listen=(--port "$port")
+    if [[ -d $dir/tls ]]; then
+        listen=(--port 0 --tls-port "$port" --tls-cert-file "$dir/tls/server.pem"
+            --tls-key-file "$dir/tls/server.key" --tls-ca-cert-file "$dir/tls/ca.pem"
+            --tls-auth-clients no)
+    fi
     # Detached from this shell (setsid): the caller's `eval "$(...)"` must not wait for it.
-    setsid redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes \
+    setsid redis-server --bind 127.0.0.1 "${listen[@]}" --protected-mode yes \
         --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/server.log" \
         --save '' --appendonly no --daemonize no \
         </dev/null >/dev/null 2>&1 &
@@ -38,11 +58,11 @@ launch() { # $1 = port: starts the server, waits until it answers PING
     [[ -n $pid ]] || { cat "$dir/server.log" >&2 2>/dev/null || true; die "the server did not start"; }
     echo "$pid" >"$dir/pid"
     for ((i = 0; i < 200; i++)); do
-        [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] && break
+        [[ $(ping "$port") == PONG ]] && break
         alive "$pid" || { cat "$dir/server.log" >&2; die "the server exited during startup"; }
         sleep 0.05
     done
-    [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] \
+    [[ $(ping "$port") == PONG ]] \
         || die "the server does not answer PING"
 }
 
@@ -56,12 +76,18 @@ start() {
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     [[ ! -e $dir/redis.pid ]] || die "$dir/redis.pid exists already"
+    local var=SNODO_TEST_REDIS_URL url
     port=$(free_port)
+    url="redis://127.0.0.1:$port"
+    if [[ -n $tls ]]; then
+        bash "$(dirname "${BASH_SOURCE[0]}")/tls.sh" "$dir/tls"
+        var=SNODO_TEST_REDIS_TLS_URL
+        url="rediss://127.0.0.1:$port/?sslrootcert=$dir/tls/ca.pem"
+    fi
     launch "$port"
-    local url="redis://127.0.0.1:$port"
     echo "$url" >"$dir/url"
-    note "Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//') on 127.0.0.1:$port (pid $(cat "$dir/pid"), $dir)"
-    printf 'export SNODO_TEST_REDIS_URL=%q\n' "$url"
+    note "Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//') on 127.0.0.1:$port${tls:+ (TLS only)} (pid $(cat "$dir/pid"), $dir)"
+    printf 'export %s=%q\n' "$var" "$url"
 }
 
 dispatch "$cmd"

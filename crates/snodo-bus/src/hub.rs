@@ -29,6 +29,8 @@ impl Hub {
     /// only when someone here is addressed.
     pub(crate) fn deliver(&self, payload: &str) {
         match wire::parse(payload) {
+            // Another instance's link was away: what it changed meanwhile is lost here.
+            Some(Inbound::Event(Event::Resync)) => self.events.resync(),
             Some(Inbound::Event(event)) => self.events.send(event),
             Some(Inbound::Message(to, json)) => {
                 if self.mailboxes.wants(&to) {

@@ -25,6 +25,8 @@ use snodo::bus::{
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+mod client;
+
 use crate::hub::Hub;
 use crate::{DEFAULT_DEADLINE, DEFAULT_HEARTBEAT, bounded, check_namespace, wire};
 
@@ -119,8 +121,11 @@ impl Shared {
 }
 
 impl RedisBus {
-    /// Connects to `url` (`redis://host:port[/db]`): one connection for commands, one
-    /// for pub/sub.
+    /// Connects to `url`: one connection for commands, one for pub/sub.
+    /// `redis://[:password@]host:port[/db]` in plaintext; `rediss://…` over TLS (rustls),
+    /// the server's certificate checked against the system's trust anchors, or against
+    /// the CA certificates of the PEM file `?sslrootcert=FILE` names; `rediss://…#insecure`
+    /// checks nothing (tests only).
     ///
     /// # Errors
     /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or
@@ -128,7 +133,7 @@ impl RedisBus {
     pub async fn connect(url: &str, options: RedisBusOptions) -> Result<Self, BusError> {
         check_namespace(&options.namespace)?;
         let deadline = options.deadline;
-        let client = Client::open(url).map_err(|e| BusError::Invalid(format!("bad URL: {e}")))?;
+        let client = client::client(url)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(deadline))
             .set_response_timeout(Some(deadline))
@@ -150,6 +155,7 @@ impl RedisBus {
         let first = subscribe(&client, &shared).await?;
         let task = tokio::spawn(receive(
             client,
+            commands.clone(),
             Arc::clone(&shared),
             first,
             options.heartbeat,
@@ -163,20 +169,13 @@ impl RedisBus {
     }
 
     async fn publish_to(&self, channel: String, payload: String) -> Result<(), BusError> {
-        let mut conn = self.commands.clone();
-        bounded(self.shared.deadline, "PUBLISH", async move {
-            let mut publish = redis::cmd("PUBLISH");
-            publish.arg(channel).arg(payload);
-            match publish.query_async::<i64>(&mut conn).await {
-                // The server went away and came back: the manager's connection is
-                // broken until a command fails on it, and it reconnects then. Once more
-                // (a dropped connection did not carry the first).
-                Err(e) if e.is_connection_dropped() => publish.query_async::<i64>(&mut conn).await,
-                other => other,
-            }
-        })
+        publish(
+            self.commands.clone(),
+            self.shared.deadline,
+            channel,
+            payload,
+        )
         .await
-        .map(|_| ())
     }
 
     async fn increment(&self, key: &str, by: u64, window: Duration) -> Result<Count, BusError> {
@@ -269,6 +268,28 @@ impl Bus for RedisBus {
     }
 }
 
+/// PUBLISHes `payload` on `channel` through `conn`, within `deadline`.
+async fn publish(
+    mut conn: ConnectionManager,
+    deadline: Duration,
+    channel: String,
+    payload: String,
+) -> Result<(), BusError> {
+    bounded(deadline, "PUBLISH", async move {
+        let mut publish = redis::cmd("PUBLISH");
+        publish.arg(channel).arg(payload);
+        match publish.query_async::<i64>(&mut conn).await {
+            // The server went away and came back: the manager's connection is broken
+            // until a command fails on it, and it reconnects then. Once more (a dropped
+            // connection did not carry the first).
+            Err(e) if e.is_connection_dropped() => publish.query_async::<i64>(&mut conn).await,
+            other => other,
+        }
+    })
+    .await
+    .map(|_| ())
+}
+
 /// A pub/sub connection subscribed to the events, to every instance, and to each
 /// instance with a mailbox here; its sink is published for [`RedisBus::messages`].
 async fn subscribe(client: &Client, shared: &Shared) -> Result<PubSubStream, BusError> {
@@ -313,23 +334,41 @@ async fn reconcile(shared: &Shared, sink: &mut PubSubSink) -> Result<(), BusErro
 }
 
 /// Forwards messages to the hub and PINGs every `heartbeat`; on a closed or silent
-/// connection, goes down, reconnects (every deadline) and resyncs. Runs until the bus
-/// is dropped.
-async fn receive(client: Client, shared: Arc<Shared>, first: PubSubStream, heartbeat: Duration) {
+/// connection, goes down, reconnects (every deadline), tells every handle to resync
+/// ([`Event::Resync`] through `commands`: what this instance published meanwhile
+/// reached its own subscribers only) and resyncs. Runs until the bus is dropped.
+async fn receive(
+    client: Client,
+    commands: ConnectionManager,
+    shared: Arc<Shared>,
+    first: PubSubStream,
+    heartbeat: Duration,
+) {
     let mut current = Some(first);
     let mut outage = false;
     loop {
         let mut stream = match current.take() {
             Some(s) => s,
-            None => match subscribe(&client, &shared).await {
-                Ok(s) => s,
-                Err(e) => {
-                    shared.set_sink(None);
-                    shared.hub.down(&e.to_string());
-                    tokio::time::sleep(shared.deadline).await;
-                    continue;
+            None => {
+                let back = match subscribe(&client, &shared).await {
+                    Ok(s) => {
+                        let resync = wire::event(&Event::Resync);
+                        publish(commands.clone(), shared.deadline, shared.events(), resync)
+                            .await
+                            .map(|()| s)
+                    }
+                    Err(e) => Err(e),
+                };
+                match back {
+                    Ok(s) => s,
+                    Err(e) => {
+                        shared.set_sink(None);
+                        shared.hub.down(&e.to_string());
+                        tokio::time::sleep(shared.deadline).await;
+                        continue;
+                    }
                 }
-            },
+            }
         };
         shared.hub.up(outage);
         let mut ticker = tokio::time::interval(heartbeat);

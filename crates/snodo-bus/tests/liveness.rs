@@ -5,7 +5,9 @@
 //! (three heartbeats), so every count and every read of a spilled message waits on the
 //! lock until its deadline; meanwhile the pool is kept saturated with counts, and
 //! notifications that point at spilled rows arrive. The bus's state must never go
-//! `Down`, and an event published once the lock is gone must arrive.
+//! `Down`, and an event published once the lock is gone must arrive. And the same lock
+//! holding the delivering task `backlog` behind: what finds no room is dropped and the
+//! subscribers are told `Resync`.
 //!
 //! PostgreSQL at `SNODO_TEST_PG_URL` (`scale/postgres.sh`; `.ci/run` starts it).
 
@@ -153,4 +155,96 @@ async fn under_load(counting: usize) {
         Ok(Some(Received::Item(e))) => assert_eq!(e, after),
         other => panic!("after the load, expected the event, got {other:?}"),
     }
+}
+
+/// The delivering task `backlog` behind (stuck reading a spilled row the test's lock
+/// holds): notifications that find no room are dropped, and once it moves again every
+/// subscriber is told `Resync`, after what was kept, and nothing is lost unreported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_backlog_overflow_makes_subscribers_resync() {
+    // The delivering task's queue holds 5; the subscribers' (a broadcast, rounded up to a
+    // power of two) 8: the Resync and the 5 kept fit, so the subscriber cannot lag.
+    const BACKLOG: usize = 5;
+    const SENT: usize = 3 * BACKLOG;
+    let Some(url) = support::url("SNODO_TEST_PG_URL") else {
+        return;
+    };
+    let _tables = TABLES.lock().await;
+    let namespace = support::namespace("pgover");
+    let options = PgBusOptions {
+        namespace: namespace.clone(),
+        backlog: BACKLOG,
+        // Longer than the test holds its lock: the stuck read waits for the COMMIT.
+        deadline: Duration::from_secs(10),
+        ..PgBusOptions::default()
+    };
+    let bus = PgBus::connect(&url, options)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let mut events = bus.events();
+    let collect = tokio::spawn(async move {
+        // Nothing arrives before the lock is gone; then until a second of quiet.
+        let mut got = Vec::new();
+        let mut wait = Duration::from_secs(20);
+        while let Ok(Some(r)) = tokio::time::timeout(wait, events.recv()).await {
+            got.push(r);
+            wait = Duration::from_secs(1);
+        }
+        got
+    });
+
+    let mut lock = lock_tables(&url).await;
+    let mut notifier = raw(&url).await;
+    let notify = |payload: String| {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(namespace.clone())
+            .bind(payload)
+    };
+    // The first names a spilled row: its read waits on the lock.
+    notify("s1".into())
+        .execute(&mut notifier)
+        .await
+        .unwrap_or_else(|e| panic!("notify: {e}"));
+    for n in 0..SENT {
+        notify(format!("eresource:test://overflow/{n}"))
+            .execute(&mut notifier)
+            .await
+            .unwrap_or_else(|e| panic!("notify: {e}"));
+    }
+    // Until every notification reached the receiving task (which never waits).
+    let received = tokio::time::timeout(Duration::from_secs(5), async {
+        while bus.notifications_received() < (SENT + 1) as u64 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    assert!(received.await.is_ok(), "the receiving task did not drain");
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut lock)
+        .await
+        .unwrap_or_else(|e| panic!("unlock: {e}"));
+
+    let got = collect.await.unwrap_or_else(|e| panic!("collect: {e}"));
+    let items: Vec<_> = got
+        .iter()
+        .filter_map(|r| match r {
+            Received::Item(Event::ResourceUpdated(uri)) => Some(uri.to_string()),
+            _ => None,
+        })
+        .collect();
+    let resyncs = got.iter().filter(|r| **r == Received::Resync).count();
+    println!("{SENT} sent behind a stuck read, backlog {BACKLOG}: {items:?}, {resyncs} resync");
+    assert_eq!(resyncs, 1, "expected one Resync, got {got:?}");
+    assert!(
+        items.len() < SENT,
+        "nothing was dropped with a backlog of {BACKLOG}: {got:?}"
+    );
+    // What was kept came in order, the first ones sent.
+    let expected: Vec<String> = (0..items.len())
+        .map(|n| format!("test://overflow/{n}"))
+        .collect();
+    assert_eq!(items, expected);
+    assert!(
+        !got.iter().any(|r| matches!(r, Received::Lagged(_))),
+        "the subscriber itself lagged: {got:?}"
+    );
 }

@@ -382,3 +382,93 @@ async fn the_bus_cut_and_back() {
     assert_eq!(n["params"]["uri"], "test://watched", "{n}");
     println!("refused and admitted while down in {took:?}; listener told on reconnect");
 }
+
+/// Only instance A's link to the bus cut (its bus handle reaches the server through a
+/// proxy; B's does not): a change A makes meanwhile reaches A's own listeners only, so
+/// when A's link is back, B's listener is told that every list it watches changed and
+/// every resource it watches was updated (A publishes a resync on reconnecting).
+async fn one_link_cut_and_back(
+    name: &str,
+    a: Arc<dyn Bus>,
+    b: Arc<dyn Bus>,
+    proxy: support::Proxy,
+) {
+    let (la, lb) = (
+        start(listening(Arc::clone(&a))).await,
+        start(listening(Arc::clone(&b))).await,
+    );
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///x"]});
+    let mut on_b = listen(lb.addr, filter).await;
+
+    proxy.cut();
+    until(&a, snodo::bus::BusState::Down).await;
+    assert_eq!(
+        *b.state().borrow(),
+        snodo::bus::BusState::Up,
+        "{name}: B's link stayed up"
+    );
+    la.runtime.notify_resource_updated("file:///x");
+    if let Some(n) = on_b.next(Duration::from_millis(300)).await {
+        panic!("{name}: B heard {n} while A's link was down");
+    }
+    let started = Instant::now();
+    proxy.restore();
+    until(&a, snodo::bus::BusState::Up).await;
+    let mut told = Vec::new();
+    while told.len() < 2 {
+        let n = on_b
+            .next(WAIT)
+            .await
+            .unwrap_or_else(|| panic!("{name}: B's listener was not told (heard {told:?})"));
+        told.push(n);
+    }
+    assert_eq!(
+        told[0]["method"], "notifications/tools/list_changed",
+        "{name}: {told:?}"
+    );
+    assert_eq!(
+        told[1]["method"], "notifications/resources/updated",
+        "{name}: {told:?}"
+    );
+    assert_eq!(told[1]["params"]["uri"], "file:///x", "{name}: {told:?}");
+    println!(
+        "{name}: B told {:?} after A's link was restored",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_link_cut_and_back_on_postgres() {
+    let Some(url) = support::url("SNODO_TEST_PG_URL") else {
+        return;
+    };
+    let proxy = support::Proxy::start(support::host_port(&url)).await;
+    let namespace = support::namespace("pgone");
+    let options = || PgBusOptions {
+        namespace: namespace.clone(),
+        deadline: Duration::from_millis(500),
+        heartbeat: Duration::from_millis(200),
+        ..PgBusOptions::default()
+    };
+    let a = support::pg_bus(&support::via(&url, proxy.addr), options()).await;
+    let b = support::pg_bus(&url, options()).await;
+    one_link_cut_and_back("postgres", a, b, proxy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_link_cut_and_back_on_redis() {
+    let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
+        return;
+    };
+    let proxy = support::Proxy::start(support::host_port(&url)).await;
+    let namespace = support::namespace("redisone");
+    let options = || RedisBusOptions {
+        namespace: namespace.clone(),
+        deadline: Duration::from_millis(500),
+        heartbeat: Duration::from_millis(200),
+        ..RedisBusOptions::default()
+    };
+    let a = support::redis_bus(&support::via(&url, proxy.addr), options()).await;
+    let b = support::redis_bus(&url, options()).await;
+    one_link_cut_and_back("redis", a, b, proxy).await;
+}

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use snodo::bus::{BusError, InstanceId};
+use snodo::bus::{BusError, Event, InstanceId};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::{Channels, Listen, SWEEP_EVERY};
-use crate::bounded;
 use crate::hub::Hub;
+use crate::{bounded, wire};
 
 /// A listening connection on the common and heartbeat channels and on those of
 /// `mailboxes`: a connection of its own, from a pool of one that only it uses (so the
@@ -98,6 +98,21 @@ impl Receiver {
         Ok(())
     }
 
+    /// Back after an outage: what this handle's instance published meanwhile reached its
+    /// own subscribers only, so every handle is told to resync ([`Event::Resync`], on the
+    /// listening connection itself: no pool to wait on, and it works or the connection
+    /// is not back).
+    async fn tell_resync(&self, listener: &mut PgListener) -> Result<(), BusError> {
+        let payload = wire::event(&Event::Resync);
+        let notify = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(&self.channels.common)
+            .bind(&payload)
+            .execute(listener);
+        bounded(self.deadline, "NOTIFY a resync", notify)
+            .await
+            .map(|_| ())
+    }
+
     /// Hands a notification's payload to the delivering task without waiting: when it is
     /// `backlog` behind, the payload is dropped and the subscribers are told to resync.
     fn hand_over(&self, n: PgNotification) {
@@ -148,6 +163,9 @@ pub(super) async fn receive(r: Receiver, first: PgListener, mut requests: mpsc::
         }
         if ready.is_ok() {
             ready = r.reconcile(&mut listener, &mut listening).await;
+        }
+        if ready.is_ok() && outage {
+            ready = r.tell_resync(&mut listener).await;
         }
         if let Err(e) = ready {
             r.hub.down(&e.to_string());

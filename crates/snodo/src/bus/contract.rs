@@ -51,6 +51,7 @@ where
     state_is_up(&make).await;
     let event_latency = events_reach_every_handle(&make).await;
     events_keep_order(&make, backlog).await;
+    resync_reaches_every_handle(&make).await;
     let message_latency = messages_are_addressed(&make).await;
     mailboxes_survive_their_dropped_twins(&make).await;
     large_message_arrives(&make).await;
@@ -133,6 +134,33 @@ where
         }
         next = end;
     }
+}
+
+/// [`Event::Resync`] published on one handle reaches every subscriber of every handle,
+/// the publisher's own included, as [`Received::Resync`] (never as an item), in its
+/// place among the events; the subscribers' messages are not told.
+pub async fn resync_reaches_every_handle<F, Fut>(make: &F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn Bus>>,
+{
+    let (a, b) = (make().await, make().await);
+    let me = InstanceId::random();
+    let mut inbox = ok(b.messages(&me).await, "messages");
+    let (mut on_a, mut on_b) = (a.events(), b.events());
+    let (before, after) = (numbered(1), numbered(2));
+    ok(a.publish(before.clone()).await, "publish");
+    ok(a.publish(Event::Resync).await, "publish a resync");
+    ok(a.publish(after.clone()).await, "publish");
+    for (name, sub) in [("the publisher", &mut on_a), ("another handle", &mut on_b)] {
+        assert_eq!(item(sub, "the event before").await, before, "{name}");
+        match tokio::time::timeout(PATIENCE, sub.recv()).await {
+            Ok(Some(Received::Resync)) => {}
+            other => panic!("{name}: expected Resync, got {other:?}"),
+        }
+        assert_eq!(item(sub, "the event after").await, after, "{name}");
+    }
+    quiet(&mut inbox, "a mailbox after an event resync").await;
 }
 
 /// A message to an instance reaches that instance's subscribers only, from any handle;

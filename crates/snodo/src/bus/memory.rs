@@ -96,7 +96,10 @@ impl Default for MemoryBus {
 
 impl Bus for MemoryBus {
     fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
-        self.events.send(event);
+        match event {
+            Event::Resync => self.events.resync(),
+            event => self.events.send(event),
+        }
         ready(Ok(())).boxed()
     }
 

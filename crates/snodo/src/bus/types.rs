@@ -95,6 +95,7 @@ impl fmt::Display for InstanceId {
 ///
 /// let e = Event::ResourceUpdated("file:///a.txt".into());
 /// assert_eq!(Event::decode(&e.encode()), Some(e));
+/// assert_eq!(Event::decode("resync"), Some(Event::Resync));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -107,10 +108,17 @@ pub enum Event {
     ResourcesListChanged,
     /// The contents of the resource at this URI changed.
     ResourceUpdated(Arc<str>),
+    /// Anything may have changed: every listener, on every instance, is told that every
+    /// list it watches changed and every resource it watches was updated. An instance
+    /// publishes it when its own connection to the bus is back after an outage (the
+    /// changes it made meanwhile reached its own listeners only). Subscribers receive it
+    /// as [`Received::Resync`](super::Received::Resync), never as an item.
+    Resync,
 }
 
 impl Event {
-    /// The wire form: `tools`, `prompts`, `resources` or `resource:` and the URI.
+    /// The wire form: `tools`, `prompts`, `resources`, `resource:` and the URI, or
+    /// `resync`.
     #[must_use]
     pub fn encode(&self) -> String {
         match self {
@@ -118,6 +126,7 @@ impl Event {
             Self::PromptsListChanged => "prompts".to_owned(),
             Self::ResourcesListChanged => "resources".to_owned(),
             Self::ResourceUpdated(uri) => format!("resource:{uri}"),
+            Self::Resync => "resync".to_owned(),
         }
     }
 
@@ -128,6 +137,7 @@ impl Event {
             "tools" => Self::ToolsListChanged,
             "prompts" => Self::PromptsListChanged,
             "resources" => Self::ResourcesListChanged,
+            "resync" => Self::Resync,
             _ => Self::ResourceUpdated(text.strip_prefix("resource:")?.into()),
         })
     }

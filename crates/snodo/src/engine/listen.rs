@@ -80,6 +80,8 @@ impl Filter {
             Change::PromptsListChanged => self.prompts,
             Change::ResourcesListChanged => self.resources,
             Change::ResourceUpdated(uri) => self.watched.iter().any(|w| **w == **uri),
+            // Never an item: the bus hands it over as `Received::Resync`.
+            Change::Resync => false,
         }
     }
 }
@@ -112,6 +114,8 @@ impl Notes {
             Change::PromptsListChanged => (1, "notifications/prompts/list_changed"),
             Change::ResourcesListChanged => (2, "notifications/resources/list_changed"),
             Change::ResourceUpdated(uri) => return self.updated(uri),
+            // Never wanted (`Filter::wants`), so never written; were it, a list change.
+            Change::Resync => (0, "notifications/tools/list_changed"),
         };
         let meta = &self.meta;
         self.lists[slot]
