@@ -18,7 +18,8 @@ use snodo::{
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct BusArgs {
     /// Share listen-stream changes, tools' rate limits and initialize-era cancellations
-    /// and answers with every instance on this bus: postgres://… or redis://…
+    /// and answers with every instance on this bus: postgres://… (TLS as the URL's
+    /// sslmode and sslrootcert say) or redis://… (rediss://… over TLS)
     #[arg(
         long = "bus",
         env = "SNODO_BUS",
@@ -95,7 +96,7 @@ impl Shared {
                     )
                 } else {
                     return Err(format!(
-                        "--bus {:?}: expected postgres://… or redis://…",
+                        "--bus {:?}: expected postgres://…, redis://… or rediss://…",
                         redacted(url)
                     ));
                 };
