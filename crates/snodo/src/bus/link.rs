@@ -91,6 +91,8 @@ pub(crate) struct Link {
     /// Cancelled when the link is dropped: its background tasks end then, not at the
     /// bus's next message or state change.
     gone: CancellationToken,
+    /// Calls between instances ([`Peers`](super::Peers)).
+    pub(crate) peers: super::peers::Table,
 }
 
 impl Drop for Link {
@@ -121,7 +123,13 @@ impl Link {
             forwards: Arc::new(Semaphore::new(MAX_FORWARDS)),
             dropped: AtomicU64::new(0),
             gone: CancellationToken::new(),
+            peers: super::peers::Table::default(),
         }
+    }
+
+    /// Cancelled when the link is dropped.
+    pub(crate) fn gone(&self) -> CancellationToken {
+        self.gone.clone()
     }
 
     pub(crate) fn bus(&self) -> &Arc<dyn Bus> {
@@ -370,6 +378,27 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
                 if !pending.deliver(&request, answer) {
                     tracing::warn!(target: "snodo::bus", id = %request, "a forwarded answer that no request of this instance waits for");
                 }
+            }
+            Received::Item(Message::Call {
+                request,
+                from,
+                topic,
+                principal,
+                body,
+                within_ms,
+            }) => super::peers::serve(
+                &l,
+                super::peers::Incoming {
+                    request,
+                    from,
+                    topic,
+                    principal,
+                    body,
+                    within_ms,
+                },
+            ),
+            Received::Item(Message::Reply { request, body }) => {
+                super::peers::deliver(&l, &request, body);
             }
             // Lost cancellations and answers cannot be asked for again: the requests
             // they were for time out, as they would without the bus.
