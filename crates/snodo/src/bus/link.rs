@@ -229,6 +229,11 @@ impl Link {
         self.spawn_send(Address::Instance(holder), message)
     }
 
+    /// [`spawn_send`](Self::spawn_send), for what may be lost (a peer call's cancellation).
+    pub(crate) fn send_quietly(&self, to: Address, message: Message) {
+        let _ = self.spawn_send(to, message);
+    }
+
     /// Sends `message` in the background; `false` (the message dropped) while the bus is
     /// down, outside a tokio runtime, or with [`MAX_FORWARDS`] sends already in flight.
     fn spawn_send(&self, to: Address, message: Message) -> bool {
@@ -265,9 +270,11 @@ impl Link {
         }
     }
 
-    /// Cancels a forwarded cancellation's request if an endpoint here holds it.
+    /// Cancels a forwarded cancellation's request if an endpoint here holds it (or the
+    /// peer call served here under that key).
     fn cancel(&self, key: &str) {
         let Some((principal, id)) = parse_cancel_key(key) else {
+            super::peers::cancel(self, key);
             return;
         };
         let targets: Vec<Arc<InFlight>> = self

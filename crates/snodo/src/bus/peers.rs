@@ -10,17 +10,19 @@
 //! A call is bounded: at most [`MAX_PEER_CALLS`] wait at once on one instance, and as
 //! many are served; the holder says it took the call within [`ACCEPT_WITHIN`] (else the
 //! call fails: the instance is gone or does not listen) and answers within the call's
-//! own time; the bus going down ends the wait at once; dropping the future abandons it.
+//! own time; the bus going down ends the wait at once; dropping the future abandons it
+//! (and the instance serving it is told to stop).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::link::Link;
 use super::{Address, BusError, BusState, InstanceId, Message};
@@ -32,6 +34,10 @@ use crate::protocol::{ErrorCode, RpcError};
 pub const MAX_PEER_CALLS: usize = 64;
 /// How long the called instance has to say it took a call.
 pub const ACCEPT_WITHIN: Duration = Duration::from_secs(5);
+
+/// How long past its caller's time a served call may run (the caller's cancellation
+/// normally ends it first).
+const GRACE: Duration = Duration::from_secs(1);
 
 /// What a service answers: a future of its result or error.
 pub type PeerHandler =
@@ -88,6 +94,9 @@ pub(crate) struct Table {
     next: AtomicU64,
     waiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     services: Mutex<HashMap<String, PeerHandler>>,
+    /// The calls served here, by their callers' keys: cancelled when the caller
+    /// abandons one.
+    running: Mutex<HashMap<String, CancellationToken>>,
     calls: Arc<Semaphore>,
     serving: Arc<Semaphore>,
 }
@@ -98,6 +107,7 @@ impl Default for Table {
             next: AtomicU64::new(0),
             waiting: Mutex::default(),
             services: Mutex::default(),
+            running: Mutex::default(),
             calls: Arc::new(Semaphore::new(MAX_PEER_CALLS)),
             serving: Arc::new(Semaphore::new(MAX_PEER_CALLS)),
         }
@@ -110,13 +120,28 @@ impl fmt::Debug for Table {
     }
 }
 
-/// Removes a waiting call's entry when its wait ends (answered, failed or abandoned).
-struct Waiter<'a>(&'a Table, String);
+/// Removes a waiting call's entry when its wait ends (answered, failed or abandoned);
+/// one abandoned after it was sent is cancelled on the instance serving it.
+struct Waiter<'a> {
+    link: &'a Link,
+    key: String,
+    to: InstanceId,
+    /// Sent and not answered yet.
+    open: bool,
+}
 
 impl Drop for Waiter<'_> {
     fn drop(&mut self) {
-        if let Ok(mut w) = self.0.waiting.lock() {
-            w.remove(&self.1);
+        if let Ok(mut w) = self.link.peers.waiting.lock() {
+            w.remove(&self.key);
+        }
+        if self.open {
+            let cancel = Message::Cancel {
+                request: std::mem::take(&mut self.key),
+                reason: None,
+            };
+            self.link
+                .send_quietly(Address::Instance(self.to.clone()), cancel);
         }
     }
 }
@@ -214,7 +239,12 @@ impl Peers {
         if let Ok(mut w) = table.waiting.lock() {
             w.insert(key.clone(), tx);
         }
-        let _waiter = Waiter(table, key);
+        let mut waiter = Waiter {
+            link: &self.link,
+            key,
+            to: to.clone(),
+            open: false,
+        };
         let started = tokio::time::Instant::now();
         let down = async {
             let _ = state.wait_for(|s| *s == BusState::Down).await;
@@ -224,6 +254,7 @@ impl Peers {
             () = &mut down => return Err(PeerError::Down(to.clone())),
             r = self.link.bus().send(Address::Instance(to.clone()), message) => r.map_err(PeerError::Bus)?,
         }
+        waiter.open = true;
         let mut accepted = false;
         loop {
             let limit = if accepted {
@@ -246,6 +277,7 @@ impl Peers {
                 accepted = true;
                 continue;
             }
+            waiter.open = false;
             return outcome(body).map_err(PeerError::Remote);
         }
     }
@@ -365,17 +397,50 @@ pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
         body: call.body,
     };
     let within = Duration::from_millis(call.within_ms);
-    let gone = link.gone();
+    let (gone, abandoned) = (link.gone(), CancellationToken::new());
     let key = call.request;
+    if let Ok(mut r) = link.peers.running.lock() {
+        r.insert(key.clone(), abandoned.clone());
+    }
+    let link = Arc::downgrade(link);
     tokio::spawn(async move {
         let _permit = permit;
+        let _running = Running(link, key.clone());
         reply(key.clone(), json!({"accepted": true})).await;
         let answer = tokio::select! {
             () = gone.cancelled() => Err(RpcError::internal("the instance is shutting down")),
-            r = tokio::time::timeout(within, handler(request)) => r.unwrap_or_else(|_| {
+            // The caller gave up: nobody reads the answer.
+            () = abandoned.cancelled() => return,
+            // (A little past the caller's time, which ends first and cancels it.)
+            r = tokio::time::timeout(within + GRACE, handler(request)) => r.unwrap_or_else(|_| {
                 Err(RpcError::internal("the call ran out of time on the instance that served it"))
             }),
         };
         reply(key, reply_body(answer)).await;
     });
+}
+
+/// Removes a served call's entry when it ends.
+struct Running(Weak<Link>, String);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(link) = self.0.upgrade() {
+            if let Ok(mut r) = link.peers.running.lock() {
+                r.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Cancels the call served here under `key`, which its caller abandoned; `false` when
+/// none runs.
+pub(crate) fn cancel(link: &Link, key: &str) -> bool {
+    let token = link
+        .peers
+        .running
+        .lock()
+        .ok()
+        .and_then(|mut r| r.remove(key));
+    token.map(|t| t.cancel()).is_some()
 }
