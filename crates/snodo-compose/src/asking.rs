@@ -316,8 +316,8 @@ impl Asker {
         let why = if id.starts_with(&self.nonce) {
             "it has expired or was already continued"
         } else {
-            "it waits on another instance (run the instances with a shared bus, --bus, \
-             to continue it there)"
+            "it waits on another instance, or on an earlier run of this one (run the \
+             instances with a shared bus, --bus, to continue it on another)"
         };
         Err(RpcError::invalid_params(format!(
             "backend \"{}\": the call this requestState continues is not here: {why}",

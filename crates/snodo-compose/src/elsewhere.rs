@@ -113,8 +113,8 @@ fn unreachable(e: PeerError) -> Stop {
         PeerError::Remote(e) => e,
         e => {
             let e = RpcError::internal(format!(
-                "the call this requestState continues waits on another instance, \
-                 which this one cannot reach: {e}"
+                "the call this requestState continues waits on another instance \
+                 and could not be continued there: {e}"
             ));
             if busy { e.retry_later() } else { e }
         }

@@ -250,11 +250,17 @@ impl Peers {
             let _ = state.wait_for(|s| *s == BusState::Down).await;
         };
         tokio::pin!(down);
+        // Open from now on: dropped while sending, the call may have gone out.
+        waiter.open = true;
         tokio::select! {
             () = &mut down => return Err(PeerError::Down(to.clone())),
-            r = self.link.bus().send(Address::Instance(to.clone()), message) => r.map_err(PeerError::Bus)?,
+            r = self.link.bus().send(Address::Instance(to.clone()), message) => {
+                if let Err(e) = r {
+                    waiter.open = false;
+                    return Err(PeerError::Bus(e));
+                }
+            }
         }
-        waiter.open = true;
         let mut accepted = false;
         loop {
             let limit = if accepted {
