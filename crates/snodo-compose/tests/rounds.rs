@@ -321,6 +321,16 @@ async fn two_on_a_bus(deaf_a: bool) -> (Front, Front, Arc<Link>, Arc<Link>) {
 async fn a_legacy_backend_call_parked_on_one_instance_continues_on_another_over_the_bus() {
     let (a, b, _, _) = two_on_a_bus(false).await;
     let one = first_round(&a).await;
+    // Only a state the front's key opens is carried: an altered one is refused on B.
+    let mut bad = one.clone();
+    bad["requestState"] = json!(format!("{}x", one["requestState"].as_str().unwrap()));
+    let e = continue_on(&b, &bad, "one").await.unwrap_err();
+    assert!(e.to_string().contains("Invalid requestState"), "{e}");
+    // An answer too large to carry on the bus: said so, and the call stays parked.
+    let e = continue_on(&b, &one, &"x".repeat(1_500_000))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("at most 1048576"), "{e}");
     // B holds nothing: the answer is carried to A, whose backend call asks again
     // (parked again on A); B answers with that round.
     let two = continue_on(&b, &one, "one").await.unwrap();
