@@ -134,7 +134,8 @@ impl Event {
 }
 
 /// A message for the instance that holds a request (initialize era: the request a
-/// `notifications/cancelled` names, or the server request a client's answer is for).
+/// `notifications/cancelled` names, or the server request a client's answer is for),
+/// or a call between instances and its reply ([`Peers`](super::Peers)).
 ///
 /// `request` is an opaque key the runtime chooses (for instance the principal and the
 /// JSON-RPC id); the bus only carries it.
