@@ -354,9 +354,32 @@ pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
         .lock()
         .ok()
         .and_then(|s| s.get(&call.topic).cloned());
+    // A refusal is sent as forwards are (at most MAX_FORWARDS at once, dropped beyond):
+    // a flood of calls for nothing here queues no unbounded sends.
+    let refuse = |e: RpcError| {
+        let body = reply_body(Err(e));
+        let m = Message::Reply {
+            request: call.request.clone(),
+            body,
+        };
+        link.send_quietly(Address::Instance(from.clone()), m);
+    };
+    let Some(handler) = handler else {
+        refuse(RpcError::internal(format!(
+            "instance {} serves no {:?}",
+            link.me(),
+            call.topic
+        )));
+        return;
+    };
+    let Ok(permit) = Arc::clone(&link.peers.serving).try_acquire_owned() else {
+        refuse(RpcError::internal(format!("instance {} is busy", link.me())).retry_later());
+        return;
+    };
     let bus = Arc::clone(link.bus());
+    let to = from.clone();
     let reply = move |request: String, body: Value| {
-        let (bus, to) = (Arc::clone(&bus), from.clone());
+        let (bus, to) = (Arc::clone(&bus), to.clone());
         async move {
             let mut m = Message::Reply {
                 request: request.clone(),
@@ -374,22 +397,6 @@ pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
             }
         }
     };
-    let refuse = |e: RpcError| {
-        let body = reply_body(Err(e));
-        tokio::spawn(reply(call.request.clone(), body));
-    };
-    let Some(handler) = handler else {
-        refuse(RpcError::internal(format!(
-            "instance {} serves no {:?}",
-            link.me(),
-            call.topic
-        )));
-        return;
-    };
-    let Ok(permit) = Arc::clone(&link.peers.serving).try_acquire_owned() else {
-        refuse(RpcError::internal(format!("instance {} is busy", link.me())).retry_later());
-        return;
-    };
     let principal = call.principal.map(|(id, scope)| {
         let p = Principal::new(id);
         match scope {
@@ -398,7 +405,7 @@ pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
         }
     });
     let request = PeerRequest {
-        from: InstanceId::new(&call.from).unwrap_or_else(|_| link.me().clone()),
+        from,
         principal,
         body: call.body,
     };
@@ -418,7 +425,7 @@ pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
             // The caller gave up: nobody reads the answer.
             () = abandoned.cancelled() => return,
             // (A little past the caller's time, which ends first and cancels it.)
-            r = tokio::time::timeout(within + GRACE, handler(request)) => r.unwrap_or_else(|_| {
+            r = tokio::time::timeout(within.saturating_add(GRACE), handler(request)) => r.unwrap_or_else(|_| {
                 Err(RpcError::internal("the call ran out of time on the instance that served it"))
             }),
         };
