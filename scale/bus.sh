@@ -5,12 +5,17 @@
 # a change published on one instance reaching listeners on all three, a 5/min rate
 # limit holding at 5 across them, an initialize-era cancellation and elicitation answer
 # reaching the instance that holds the request, the bus server killed and restarted
-# mid-run with nothing hung and the listeners told.
+# mid-run with nothing hung and the listeners told; and, through three `snodo gateway`
+# instances on the same bus (scale/bus_gateway.py), an initialize-era stdio backend's
+# elicitation during a 2026-07-28 call, parked on one gateway and continued through round
+# robin on another, answered.
 #
 #   bash scale/bus.sh            # both buses; SCALE_BUSES="redis" for one
 #
-# Two groups of three instances per bus: 2026-07-28 only (listen streams need it alone)
-# and 2025-11-25 (the initialize era), each group behind its own nginx port. Every process
+# Three groups of three instances per bus: 2026-07-28 only (listen streams need it alone),
+# 2025-11-25 (the initialize era), and gateways (2026-07-28 at the front, one
+# `snodo fixture --stdio --protocols 2025-06-18` child each, one state key), each group
+# behind its own nginx port. Every process
 # started here listens on 127.0.0.1 and is stopped by PID on exit. Bounded: each bus round
 # under a minute; the client is killed after SCALE_CLIENT_TIMEOUT s (default 120).
 #
@@ -64,9 +69,22 @@ start_instance() { # DIR NAME PROTOCOLS URL -> prints host:port once it listens
     INSTANCE="127.0.0.1:$PORT"
 }
 
-nginx_conf() { # DIR PORT_MODERN PORT_LEGACY MODERN... -- LEGACY...
-    local dir=$1 pm=$2 pl=$3 a
-    shift 3
+start_gateway() { # DIR NAME URL KEY -> prints host:port once it listens
+    local dir=$1 name=$2 pid
+    : >"$dir/$name.out"
+    SNODO_STATE_KEY=$4 RUST_LOG=${RUST_LOG:-info} "$SNODO" gateway --addr 127.0.0.1:0 \
+        --protocols 2026-07-28 --bus "$3" --bus-instance "$name" \
+        --backend "fx=stdio:$SNODO fixture --stdio --protocols 2025-06-18" \
+        >"$dir/$name.out" 2>"$dir/$name.err" &
+    pid=$!
+    PIDS+=("$pid")
+    wait_port "$dir/$name.out" "$pid" "gateway $name"
+    INSTANCE="127.0.0.1:$PORT"
+}
+
+nginx_conf() { # DIR PORT_MODERN PORT_LEGACY PORT_GATEWAY MODERN... -- LEGACY... -- GATEWAY...
+    local dir=$1 pm=$2 pl=$3 pg=$4 a
+    shift 4
     cat <<CONF
 worker_processes 1;
 pid $dir/nginx.pid;
@@ -85,9 +103,12 @@ CONF
     while [[ $1 != -- ]]; do printf '        server %s;\n' "$1"; shift; done
     shift
     printf '    }\n    upstream legacy {\n'
+    while [[ $1 != -- ]]; do printf '        server %s;\n' "$1"; shift; done
+    shift
+    printf '    }\n    upstream gateway {\n'
     for a in "$@"; do printf '        server %s;\n' "$a"; done
     printf '    }\n'
-    for a in "$pm modern" "$pl legacy"; do
+    for a in "$pm modern" "$pl legacy" "$pg gateway"; do
         cat <<CONF
     server {
         listen 127.0.0.1:${a% *};
@@ -107,7 +128,7 @@ CONF
 }
 
 run_bus() { # postgres|redis
-    local bus=$1 dir="$TMP/$1" url n modern=() legacy=() names="" pm pl npid i
+    local bus=$1 dir="$TMP/$1" url n modern=() legacy=() gateways=() names="" gnames="" pm pl pg npid i key
     mkdir -p "$dir"
     eval "$(bash "$HERE/$bus.sh" start "$dir/server")"
     SERVERS+=("$bus:$dir/server")
@@ -118,8 +139,14 @@ run_bus() { # postgres|redis
         legacy+=("$INSTANCE")
         names+="${names:+,}$INSTANCE=l$n"
     done
-    pm=$(free_port); pl=$(free_port)
-    nginx_conf "$dir" "$pm" "$pl" "${modern[@]}" -- "${legacy[@]}" >"$dir/nginx.conf"
+    key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    for n in 1 2 3; do
+        start_gateway "$dir" "g$n" "$url" "$key"
+        gateways+=("$INSTANCE")
+        gnames+="${gnames:+,}$INSTANCE=g$n"
+    done
+    pm=$(free_port); pl=$(free_port); pg=$(free_port)
+    nginx_conf "$dir" "$pm" "$pl" "$pg" "${modern[@]}" -- "${legacy[@]}" -- "${gateways[@]}" >"$dir/nginx.conf"
     "$NGINX" -q -t -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" || die "nginx rejected $dir/nginx.conf"
     "$NGINX" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" -g 'daemon off;' \
         >"$dir/nginx.out" 2>"$dir/nginx.err" &
@@ -130,7 +157,14 @@ run_bus() { # postgres|redis
         alive "$npid" || die "nginx exited during startup"
         sleep 0.05
     done
-    note "$bus at $url; modern ${modern[*]} behind :$pm; legacy ${legacy[*]} behind :$pl"
+    for ((i = 0; i < 200; i++)); do
+        (: <"/dev/tcp/127.0.0.1/$pg") 2>/dev/null && break
+        sleep 0.05
+    done
+    note "$bus at $url; modern ${modern[*]} behind :$pm; legacy ${legacy[*]} behind :$pl; gateways ${gateways[*]} behind :$pg"
+    timeout --foreground "$CLIENT_TIMEOUT" python3 "$HERE/bus_gateway.py" --name "$bus" \
+        --proxy "127.0.0.1:$pg" --access-log "$dir/access.log" --instances "$gnames" \
+        || die "$bus: the gateway client failed (exit $?)"
     timeout --foreground "$CLIENT_TIMEOUT" python3 "$HERE/bus.py" --name "$bus" \
         --modern "127.0.0.1:$pm" --legacy "127.0.0.1:$pl" --access-log "$dir/access.log" --instances "$names" \
         --kill "bash '$HERE/$bus.sh' kill '$dir/server'" \

@@ -3,9 +3,11 @@
 //! calls parked while a 2026-07-28 front caller answers an `input_required` round.
 //!
 //! A parked call is per instance: it waits here, holding the backend request open,
-//! until the continuation arrives (at this instance), its time runs out, or the source
-//! goes. The continuation names it in the front's sealed `requestState` with this
-//! instance's nonce, so a continuation that reaches another instance is told so.
+//! until the continuation arrives, its time runs out, or the source goes. The
+//! continuation names it in the front's sealed `requestState` with this source's nonce
+//! and, when the front runtime has a bus, this instance's id (`NONCE.N@INSTANCE`): a
+//! continuation that reaches another instance is carried here over the bus
+//! (`elsewhere.rs`); without a bus it is told the call waits on another instance.
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
@@ -17,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snodo::RpcError;
+use snodo::bus::InstanceId;
 use snodo_client::{ClientBuilder, LogMessage, Progress};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -241,14 +244,30 @@ impl Asker {
         }
     }
 
-    /// Parks a call until the front continues; its id for the front's `requestState`
-    /// (the call back when too many are parked: the question is then refused).
-    pub(crate) fn park(self: &Arc<Self>, parked: Parked) -> Result<String, Parked> {
-        let id = format!(
-            "{}.{}",
-            self.nonce,
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
+    /// The bus topic this source's parked calls are continued through from another
+    /// instance.
+    pub(crate) fn topic(&self) -> String {
+        topic(&self.nonce)
+    }
+
+    /// The source's name.
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Parks a call until the front continues; its id for the front's `requestState`,
+    /// naming instance `at` when given (the call back when too many are parked: the
+    /// question is then refused).
+    pub(crate) fn park(
+        self: &Arc<Self>,
+        parked: Parked,
+        at: Option<&InstanceId>,
+    ) -> Result<String, Parked> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = match at {
+            Some(me) => format!("{}.{n}{HOLDER}{me}", self.nonce),
+            None => format!("{}.{n}", self.nonce),
+        };
         let Ok(mut p) = self.parked.lock() else {
             return Err(parked);
         };
@@ -274,23 +293,62 @@ impl Asker {
         Ok(id)
     }
 
-    /// Takes the call parked under `id`; a clear error when it is not here.
-    pub(crate) fn unpark(&self, id: &str) -> Result<Parked, RpcError> {
-        if let Some((p, timer)) = self.parked.lock().ok().and_then(|mut p| p.remove(id)) {
+    /// Takes the call parked under `id` for the front caller `who`; a clear error when
+    /// it is not here, or belongs to another caller (it then stays parked).
+    pub(crate) fn unpark(&self, id: &str, who: Option<&str>) -> Result<Parked, RpcError> {
+        let mut found = None;
+        if let Ok(mut p) = self.parked.lock() {
+            match p.get(id) {
+                Some((q, _)) if q.who.as_deref() != who => {
+                    return Err(RpcError::invalid_params(format!(
+                        "backend \"{}\": the call this requestState continues belongs to another caller",
+                        self.source
+                    )));
+                }
+                Some(_) => found = p.remove(id),
+                None => {}
+            }
+        }
+        if let Some((p, timer)) = found {
             timer.abort();
             return Ok(p);
         }
         let why = if id.starts_with(&self.nonce) {
             "it has expired or was already continued"
         } else {
-            "it waits on another instance (a backend call that asked is parked where it \
-             started until the shared bus routes continuations; issue 35)"
+            "it waits on another instance, or on an earlier run of this one (run the \
+             instances with a shared bus, --bus, to continue it on another)"
         };
         Err(RpcError::invalid_params(format!(
             "backend \"{}\": the call this requestState continues is not here: {why}",
             self.source
         )))
     }
+}
+
+/// The separator between a parked call's own id and its instance's id.
+const HOLDER: char = '@';
+
+/// The bus topic of the parked calls of the source with `nonce`.
+fn topic(nonce: &str) -> String {
+    format!("snodo-compose/parked/{nonce}")
+}
+
+/// Where a parked call's id says it waits: its source's topic and its instance. Only
+/// an id of the shape [`Asker::park`] gives (`NONCE.N@INSTANCE`, the nonce 16 hex
+/// digits) names one.
+pub(crate) fn holder(id: &str) -> Option<(String, InstanceId)> {
+    let (own, instance) = id.rsplit_once(HOLDER)?;
+    let (nonce, n) = own.split_once('.')?;
+    let ok = nonce.len() == 16
+        && nonce.bytes().all(|b| b.is_ascii_hexdigit())
+        && !n.is_empty()
+        && n.len() <= 20
+        && n.bytes().all(|b| b.is_ascii_digit());
+    if !ok {
+        return None;
+    }
+    Some((topic(nonce), InstanceId::new(instance).ok()?))
 }
 
 #[cfg(test)]
@@ -311,11 +369,32 @@ mod tests {
     async fn one_principal_cannot_take_every_parking_place() {
         let asker = Asker::new("b");
         for _ in 0..MAX_PARKED_PER_PRINCIPAL {
-            assert!(asker.park(parked(&asker, Some("greedy"))).is_ok());
+            assert!(asker.park(parked(&asker, Some("greedy")), None).is_ok());
         }
-        assert!(asker.park(parked(&asker, Some("greedy"))).is_err());
+        assert!(asker.park(parked(&asker, Some("greedy")), None).is_err());
         // Others still park: another principal, and anonymous callers.
-        assert!(asker.park(parked(&asker, Some("other"))).is_ok());
-        assert!(asker.park(parked(&asker, None)).is_ok());
+        assert!(asker.park(parked(&asker, Some("other")), None).is_ok());
+        assert!(asker.park(parked(&asker, None), None).is_ok());
+    }
+
+    #[tokio::test]
+    async fn ids_name_their_holder_and_their_caller() {
+        let asker = Asker::new("b");
+        let me = InstanceId::random();
+        let id = asker
+            .park(parked(&asker, Some("alice")), Some(&me))
+            .unwrap_or_default();
+        assert_eq!(holder(&id), Some((asker.topic(), me.clone())));
+        // Without an instance, or of another shape, an id names no holder.
+        let alone = asker.park(parked(&asker, None), None).unwrap_or_default();
+        assert_eq!(holder(&alone), None);
+        assert_eq!(holder(&format!("x.1@{me}")), None);
+        assert_eq!(holder(&format!("0123456789abcdef.@{me}")), None);
+        assert_eq!(holder("0123456789abcdef.1@no spaces"), None);
+        // Another caller cannot take it; its own caller can, once.
+        assert!(asker.unpark(&id, Some("mallory")).is_err());
+        assert!(asker.unpark(&id, None).is_err());
+        assert!(asker.unpark(&id, Some("alice")).is_ok());
+        assert!(asker.unpark(&id, Some("alice")).is_err());
     }
 }

@@ -46,6 +46,7 @@
 
 mod asking;
 mod child;
+mod elsewhere;
 mod follow;
 mod mcp;
 mod mirror;

@@ -14,7 +14,8 @@
 //!   the backend's own state, on any instance;
 //! - an initialize-era backend's server request during the call: asked of the front
 //!   caller; for a 2026-07-28 front the backend call is parked on this instance
-//!   ([`Asker`]) and the front's `requestState` names it.
+//!   ([`Asker`]) and the front's `requestState` names it (and, with a bus, this
+//!   instance: a continuation that reaches another is carried here, `elsewhere.rs`).
 
 use std::sync::Arc;
 
@@ -28,7 +29,7 @@ use crate::asking::{Asker, EVENTS, Event, Flight, Line, Parked, Reply};
 use crate::source::SourceError;
 
 /// The most input rounds one front call may relay.
-const MAX_ROUNDS: u64 = 32;
+pub(crate) const MAX_ROUNDS: u64 = 32;
 
 /// Why a relayed call stopped without a result.
 pub(crate) enum Stop {
@@ -193,39 +194,75 @@ async fn put(
     q: InputRequest,
     reply: Reply,
 ) -> Result<Option<(InputRequired, Reply)>, Stop> {
-    let method = q.method().to_owned();
-    match ctx.ask_all([(key.to_owned(), q)]).await {
-        Ok(mut a) => {
-            let _ = reply.send(Ok(a.remove(key).unwrap_or(Value::Null)));
+    match ask_one(ctx, key, q).await? {
+        Asked::Answer(a) => {
+            let _ = reply.send(a);
             Ok(None)
         }
-        Err(HandlerError::InputRequired(i)) => Ok(Some((i, reply))),
+        Asked::Round(i) => Ok(Some((i, reply))),
+    }
+}
+
+/// What the front caller said to one question.
+pub(crate) enum Asked {
+    /// Its answer (or refusal), for the backend.
+    Answer(Result<Value, RpcError>),
+    /// It answers in a round of its own.
+    Round(InputRequired),
+}
+
+/// Puts question `q` to the front caller under `key` ([`put`] without the reply).
+pub(crate) async fn ask_one(
+    ctx: &RequestContext,
+    key: &str,
+    q: InputRequest,
+) -> Result<Asked, Stop> {
+    let method = q.method().to_owned();
+    match ctx.ask_all([(key.to_owned(), q)]).await {
+        Ok(mut a) => Ok(Asked::Answer(Ok(a.remove(key).unwrap_or(Value::Null)))),
+        Err(HandlerError::InputRequired(i)) => Ok(Asked::Round(i)),
         Err(HandlerError::Protocol(e)) => {
             let e = if e.code() == ErrorCode::MISSING_CLIENT_CAPABILITY {
                 RpcError::method_not_found(&method)
             } else {
                 e
             };
-            let _ = reply.send(Err(e));
-            Ok(None)
+            Ok(Asked::Answer(Err(e)))
         }
         Err(e) => Err(RpcError::internal(e.to_string()).into()),
     }
+}
+
+/// The key of the `n`th question of a call, asked with `method`.
+pub(crate) fn question_key(method: &str, n: u64) -> String {
+    format!("{}{n}", method.split('/').next().unwrap_or("q"))
+}
+
+/// The front round's state naming the call parked under `id`, waiting for the answer
+/// to `asked` under `key`.
+pub(crate) fn parked_state(id: &str, key: &str, asked: &Value, n: u64) -> Value {
+    json!({"park": id, "key": key, "q": asked, "n": n})
 }
 
 /// Parks the call until the front caller continues round `n` (question `asked` under
 /// `key`): the front's `input_required`, its state naming the parked call.
 fn park(
     asker: &Arc<Asker>,
+    ctx: &RequestContext,
     parked: Parked,
     key: String,
     asked: Value,
     n: u64,
     i: InputRequired,
 ) -> Stop {
-    match asker.park(parked) {
+    // With a bus, the id names this instance, whose continuations another serves.
+    let peers = ctx.runtime().peers();
+    if let Some(peers) = &peers {
+        crate::elsewhere::serve(asker, peers);
+    }
+    match asker.park(parked, peers.as_ref().map(snodo::bus::Peers::me)) {
         Ok(id) => {
-            let state = json!({"park": id, "key": key, "q": asked, "n": n});
+            let state = parked_state(&id, &key, &asked, n);
             Stop::Source(SourceError::InputRequired(i.with_state(state)))
         }
         Err(p) => {
@@ -278,18 +315,22 @@ pub(crate) async fn call(
             (start(client, conn, asker, method, p, ctx), n)
         }
         Some((Round::Parked { id, key, asked }, n)) => {
-            let parked = asker.unpark(&id)?;
             let q = asked
                 .get("method")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let q = InputRequest::from_wire(q, asked.get("params").cloned().unwrap_or(Value::Null))
                 .ok_or_else(|| RpcError::invalid_params("requestState names no question"))?;
-            let Parked { flight, reply, who } = parked;
+            // Parked on another instance: continued there, over the bus.
+            if let Some(there) = crate::elsewhere::Holder::of(ctx, &id) {
+                return there.resume(ctx, id, key, asked, q, n).await;
+            }
+            let who = ctx.principal().map(|p| p.id().to_owned());
+            let Parked { flight, reply, who } = asker.unpark(&id, who.as_deref())?;
             if let Some((i, reply)) = put(ctx, &key, q, reply).await? {
                 // Still unanswered: parked again (under a new id, in a new state).
                 let parked = Parked { flight, reply, who };
-                return Err(park(asker, parked, key, asked, n, i));
+                return Err(park(asker, ctx, parked, key, asked, n, i));
             }
             (flight, n)
         }
@@ -312,11 +353,11 @@ pub(crate) async fn call(
                         let _ = reply.send(Err(RpcError::method_not_found(&m)));
                         continue;
                     };
-                    let key = format!("{}{n}", m.split('/').next().unwrap_or("q"));
+                    let key = question_key(&m, n);
                     let wire = json!({"method": q.method(), "params": q.params()});
                     if let Some((i, reply)) = put(ctx, &key, q, reply).await? {
                         let who = ctx.principal().map(|p| p.id().to_owned());
-                        return Err(park(asker, Parked { flight, reply, who }, key, wire, n, i));
+                        return Err(park(asker, ctx, Parked { flight, reply, who }, key, wire, n, i));
                     }
                 }
                 Event::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()).await,

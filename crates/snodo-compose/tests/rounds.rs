@@ -2,17 +2,25 @@
 //! socket): a 2026-07-28 backend's `input_required` and an initialize-era backend's
 //! server requests reach the front caller on every front dialect (a 2026-07-28 one as
 //! `input_required` rounds, a legacy one as server requests); a 2026-07-28 backend's
-//! round continues on another front instance sharing the state key, and an
-//! initialize-era backend's parked call, continued elsewhere, gets a clear error.
+//! round continues on another front instance sharing the state key; an initialize-era
+//! backend's parked call, continued elsewhere, gets a clear error without a bus, and is
+//! continued on the instance that holds it when the fronts share a bus (and a clear
+//! error when that bus is down or the holder does not listen).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
 
 use serde_json::{Value, json};
+use snodo::bus::{
+    Address, Bus, BusError, BusState, Count, Event, InstanceId, MemoryBus, Message, Subscription,
+};
 use snodo::http::{HttpConfig, Server};
 use snodo::protocol::ALL;
 use snodo::{HandlerError, InputRequest, NoArguments, RequestContext, Runtime, Tool, ToolResult};
@@ -82,13 +90,20 @@ impl Drop for Front {
 }
 
 async fn front(source: McpSource) -> Front {
-    let rt = Runtime::builder("front", "1")
+    front_on(source, None).await
+}
+
+/// A front instance on `bus`, if given.
+async fn front_on(source: McpSource, bus: Option<Arc<dyn Bus>>) -> Front {
+    let mut b = Runtime::builder("front", "1")
         .protocols(ALL.iter().copied())
         .declare_all_kinds()
         .legacy_server_requests(Duration::from_secs(10))
-        .request_state_key(KEY)
-        .build()
-        .unwrap();
+        .request_state_key(KEY);
+    if let Some(bus) = bus {
+        b = b.bus(bus);
+    }
+    let rt = b.build().unwrap();
     let mount = Mount::new(&rt, source, Transforms::new().namespace("b"));
     assert!(matches!(
         mount.ready(Duration::from_secs(10)).await,
@@ -230,5 +245,137 @@ async fn a_legacy_backend_call_parked_on_one_instance_is_refused_clearly_on_anot
     assert!(
         e.to_string().contains("expired or was already continued"),
         "{e}"
+    );
+}
+
+/// One instance's connection to a bus all instances share: its state set by the test,
+/// and, when `deaf`, a mailbox that hears nothing (an instance that stopped listening).
+#[derive(Debug)]
+struct Link {
+    shared: Arc<MemoryBus>,
+    state: tokio::sync::watch::Sender<BusState>,
+    deaf: bool,
+}
+
+impl Link {
+    fn new(shared: &Arc<MemoryBus>, deaf: bool) -> Arc<Self> {
+        Arc::new(Self {
+            shared: Arc::clone(shared),
+            state: tokio::sync::watch::Sender::new(BusState::Up),
+            deaf,
+        })
+    }
+}
+
+impl Bus for Link {
+    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
+        self.shared.publish(event)
+    }
+    fn events(&self) -> Subscription<Event> {
+        self.shared.events()
+    }
+    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
+        self.shared.send(to, message)
+    }
+    fn messages<'a>(
+        &'a self,
+        me: &'a InstanceId,
+    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
+        if self.deaf {
+            Box::pin(async move {
+                let nobody = InstanceId::random();
+                let s = self.shared.messages(&nobody).await;
+                // (Listening as nobody: what is sent to `me` is lost.)
+                let _ = me;
+                s
+            })
+        } else {
+            self.shared.messages(me)
+        }
+    }
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        by: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Count, BusError>> {
+        self.shared.count(key, by, window)
+    }
+    fn state(&self) -> tokio::sync::watch::Receiver<BusState> {
+        self.state.subscribe()
+    }
+}
+
+/// Two front instances on one bus, each with its own connection to the same legacy
+/// backend (as two gateways, each running its own stdio child).
+async fn two_on_a_bus(deaf_a: bool) -> (Front, Front, Arc<Link>, Arc<Link>) {
+    let rt = backend();
+    let shared = Arc::new(MemoryBus::new());
+    let (la, lb) = (Link::new(&shared, deaf_a), Link::new(&shared, false));
+    let a = front_on(backend_legacy(&rt), Some(la.clone())).await;
+    let b = front_on(backend_legacy(&rt), Some(lb.clone())).await;
+    (a, b, la, lb)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_backend_call_parked_on_one_instance_continues_on_another_over_the_bus() {
+    let (a, b, _, _) = two_on_a_bus(false).await;
+    let one = first_round(&a).await;
+    // Only a state the front's key opens is carried: an altered one is refused on B.
+    let mut bad = one.clone();
+    bad["requestState"] = json!(format!("{}x", one["requestState"].as_str().unwrap()));
+    let e = continue_on(&b, &bad, "one").await.unwrap_err();
+    assert!(e.to_string().contains("Invalid requestState"), "{e}");
+    // An answer too large to carry on the bus: said so, and the call stays parked.
+    let e = continue_on(&b, &one, &"x".repeat(1_500_000))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("at most 1048576"), "{e}");
+    // B holds nothing: the answer is carried to A, whose backend call asks again
+    // (parked again on A); B answers with that round.
+    let two = continue_on(&b, &one, "one").await.unwrap();
+    assert_eq!(two["resultType"], "input_required", "{two}");
+    let asked: Vec<&Value> = two["inputRequests"].as_object().unwrap().values().collect();
+    assert_eq!(asked[0]["params"]["message"], "Second?", "{two}");
+    // Continued on B again: the backend's result, through A.
+    let done = continue_on(&b, &two, "two").await.unwrap();
+    assert_eq!(done["content"][0]["text"], "one two", "{done}");
+    // Continued once: the same state again is refused, by A, through B.
+    let e = continue_on(&b, &one, "one").await.unwrap_err();
+    assert!(
+        e.to_string().contains("expired or was already continued"),
+        "{e}"
+    );
+    // A round continued on the instance that holds it still works as before.
+    let one = first_round(&a).await;
+    let two = continue_on(&b, &one, "uno").await.unwrap();
+    let done = continue_on(&a, &two, "dos").await.unwrap();
+    assert_eq!(done["content"][0]["text"], "uno dos", "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuation_whose_holder_is_unreachable_gets_a_clear_error_in_time() {
+    // The bus down on B: at once, and the call stays parked on A.
+    let (a, b, _, lb) = two_on_a_bus(false).await;
+    let one = first_round(&a).await;
+    lb.state.send_replace(BusState::Down);
+    let t = Instant::now();
+    let e = continue_on(&b, &one, "one").await.unwrap_err();
+    assert!(e.to_string().contains("bus is down"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    lb.state.send_replace(BusState::Up);
+    let two = continue_on(&b, &one, "one").await.unwrap();
+    assert_eq!(two["resultType"], "input_required", "{two}");
+
+    // A holder that does not listen: a clear error within the accept time.
+    let (a, b, _, _) = two_on_a_bus(true).await;
+    let one = first_round(&a).await;
+    let t = Instant::now();
+    let e = continue_on(&b, &one, "one").await.unwrap_err();
+    assert!(e.to_string().contains("did not take the call"), "{e}");
+    let waited = t.elapsed();
+    assert!(
+        waited >= snodo::bus::ACCEPT_WITHIN && waited < snodo::bus::ACCEPT_WITHIN * 2,
+        "{waited:?}"
     );
 }

@@ -91,6 +91,8 @@ pub(crate) struct Link {
     /// Cancelled when the link is dropped: its background tasks end then, not at the
     /// bus's next message or state change.
     gone: CancellationToken,
+    /// Calls between instances ([`Peers`](super::Peers)).
+    pub(crate) peers: super::peers::Table,
 }
 
 impl Drop for Link {
@@ -121,7 +123,13 @@ impl Link {
             forwards: Arc::new(Semaphore::new(MAX_FORWARDS)),
             dropped: AtomicU64::new(0),
             gone: CancellationToken::new(),
+            peers: super::peers::Table::default(),
         }
+    }
+
+    /// Cancelled when the link is dropped.
+    pub(crate) fn gone(&self) -> CancellationToken {
+        self.gone.clone()
     }
 
     pub(crate) fn bus(&self) -> &Arc<dyn Bus> {
@@ -221,6 +229,11 @@ impl Link {
         self.spawn_send(Address::Instance(holder), message)
     }
 
+    /// [`spawn_send`](Self::spawn_send), for what may be lost (a peer call's cancellation).
+    pub(crate) fn send_quietly(&self, to: Address, message: Message) {
+        let _ = self.spawn_send(to, message);
+    }
+
     /// Sends `message` in the background; `false` (the message dropped) while the bus is
     /// down, outside a tokio runtime, or with [`MAX_FORWARDS`] sends already in flight.
     fn spawn_send(&self, to: Address, message: Message) -> bool {
@@ -257,9 +270,11 @@ impl Link {
         }
     }
 
-    /// Cancels a forwarded cancellation's request if an endpoint here holds it.
+    /// Cancels a forwarded cancellation's request if an endpoint here holds it (or the
+    /// peer call served here under that key).
     fn cancel(&self, key: &str) {
         let Some((principal, id)) = parse_cancel_key(key) else {
+            super::peers::cancel(self, key);
             return;
         };
         let targets: Vec<Arc<InFlight>> = self
@@ -370,6 +385,27 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
                 if !pending.deliver(&request, answer) {
                     tracing::warn!(target: "snodo::bus", id = %request, "a forwarded answer that no request of this instance waits for");
                 }
+            }
+            Received::Item(Message::Call {
+                request,
+                from,
+                topic,
+                principal,
+                body,
+                within_ms,
+            }) => super::peers::serve(
+                &l,
+                super::peers::Incoming {
+                    request,
+                    from,
+                    topic,
+                    principal,
+                    body,
+                    within_ms,
+                },
+            ),
+            Received::Item(Message::Reply { request, body }) => {
+                super::peers::deliver(&l, &request, body);
             }
             // Lost cancellations and answers cannot be asked for again: the requests
             // they were for time out, as they would without the bus.

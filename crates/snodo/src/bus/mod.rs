@@ -1,7 +1,9 @@
 //! The bus: what instances of one deployment tell each other (issue 35). Change events
 //! for every instance's `subscriptions/listen` streams, messages addressed to the
 //! instance that holds a request (initialize-era cancellations and answers to server
-//! requests), and counters shared by every instance (deployment-wide rate limits).
+//! requests), calls to a service another instance serves ([`Peers`]: what one instance
+//! holds in memory, reached from another), and counters shared by every instance
+//! (deployment-wide rate limits).
 //!
 //! [`Bus`] is the trait (object-safe, held as `Arc<dyn Bus>`); [`MemoryBus`] is the
 //! in-process default (one instance: nothing to share). Crate `snodo-bus` has the
@@ -29,6 +31,7 @@ mod fanout;
 pub(crate) mod link;
 mod mailboxes;
 mod memory;
+mod peers;
 mod types;
 
 #[cfg(feature = "bus-contract")]
@@ -44,6 +47,7 @@ pub use fanout::{DEFAULT_BACKLOG, Fanout, Received, Subscription};
 pub use link::WhenDown;
 pub use mailboxes::Mailboxes;
 pub use memory::MemoryBus;
+pub use peers::{ACCEPT_WITHIN, MAX_PEER_CALLS, PeerError, PeerHandler, PeerRequest, Peers};
 pub use types::{
     Address, BusError, BusState, Count, Event, InstanceId, MAX_INSTANCE_ID, MAX_KEY, MAX_MESSAGE,
     Message, check_count,

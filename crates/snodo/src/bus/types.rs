@@ -144,7 +144,8 @@ impl Event {
 }
 
 /// A message for the instance that holds a request (initialize era: the request a
-/// `notifications/cancelled` names, or the server request a client's answer is for).
+/// `notifications/cancelled` names, or the server request a client's answer is for),
+/// or a call between instances and its reply ([`Peers`](super::Peers)).
 ///
 /// `request` is an opaque key the runtime chooses (for instance the principal and the
 /// JSON-RPC id); the bus only carries it.
@@ -173,6 +174,31 @@ pub enum Message {
         request: String,
         /// The JSON-RPC response (result or error).
         response: Value,
+    },
+    /// A call for a service the instance it is sent to serves
+    /// ([`Peers`](super::Peers)): `topic` names it, `body` is its input.
+    Call {
+        /// The caller's key for the call (its reply carries it back).
+        request: String,
+        /// The calling instance (where the reply goes).
+        from: String,
+        /// The service.
+        topic: String,
+        /// The caller's principal: its id and scope.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<(String, Option<String>)>,
+        /// The input.
+        body: Value,
+        /// How long the caller waits, in milliseconds.
+        within_ms: u64,
+    },
+    /// A reply to a [`Message::Call`]: `{"accepted": true}` when the instance took it,
+    /// then `{"result": …}` or `{"error": …}`.
+    Reply {
+        /// The call's key.
+        request: String,
+        /// What the service answered.
+        body: Value,
     },
 }
 

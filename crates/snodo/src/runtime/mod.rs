@@ -150,6 +150,16 @@ impl Runtime {
         )
     }
 
+    /// Calls between the instances of the deployment ([`crate::bus::Peers`]), when a
+    /// bus was configured ([`RuntimeBuilder::bus`]).
+    #[must_use]
+    pub fn peers(&self) -> Option<crate::bus::Peers> {
+        self.inner
+            .bus
+            .as_ref()
+            .map(|l| crate::bus::Peers::new(Arc::clone(l)))
+    }
+
     /// The bus link, if a bus was configured ([`RuntimeBuilder::bus`]).
     pub(crate) fn bus(&self) -> Option<&Arc<crate::bus::link::Link>> {
         self.inner.bus.as_ref()

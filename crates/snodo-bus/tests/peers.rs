@@ -1,0 +1,252 @@
+//! Calls between instances ([`snodo::bus::Peers`]) over each bus: two runtimes, each
+//! with its own bus handle and HTTP endpoint (which starts its mailbox); one serves a
+//! topic that holds something in memory, the other calls it. On one `MemoryBus`
+//! (always), on PostgreSQL (`SNODO_TEST_PG_URL`) and on Redis (`SNODO_TEST_REDIS_URL`).
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use snodo::bus::{
+    ACCEPT_WITHIN, Bus, BusError, InstanceId, MAX_MESSAGE, MAX_PEER_CALLS, MemoryBus, PeerError,
+    PeerRequest, Peers,
+};
+use snodo::http::{HttpConfig, Server};
+use snodo::{Principal, RpcError, Runtime};
+use snodo_bus::{PgBusOptions, RedisBusOptions};
+use tokio::sync::{Notify, oneshot};
+
+const WITHIN: Duration = Duration::from_secs(10);
+
+/// Counts a served call's end when dropped.
+struct Ends(Arc<AtomicUsize>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A runtime on `bus` behind an HTTP server on loopback (stopped when the sender drops).
+async fn instance(bus: Arc<dyn Bus>) -> (Peers, oneshot::Sender<()>) {
+    let runtime = Runtime::builder("peers-test", "1.0.0")
+        .bus(bus)
+        .build()
+        .unwrap_or_else(|e| panic!("build: {e}"));
+    let peers = runtime.peers().unwrap_or_else(|| panic!("no peers"));
+    let addr = "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::bind(runtime, addr, HttpConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(server.run_until(async {
+        let _ = rx.await;
+    }));
+    (peers, tx)
+}
+
+/// Runs every scenario with A on bus `a` and B on bus `b`.
+async fn scenarios(a: Arc<dyn Bus>, b: Arc<dyn Bus>) {
+    let ((pa, _sa), (pb, _sb)) = (instance(a).await, instance(b).await);
+    // A holds a counter in memory; whoever calls it from B changes it there.
+    let held = Arc::new(AtomicUsize::new(0));
+    let h = Arc::clone(&held);
+    pa.serve(
+        "hold",
+        Arc::new(move |r: PeerRequest| {
+            let h = Arc::clone(&h);
+            Box::pin(async move {
+                let n = h.fetch_add(1, Ordering::SeqCst) + 1;
+                let who = r
+                    .principal
+                    .as_ref()
+                    .map(|p| (p.id().to_owned(), p.scope().map(str::to_owned)));
+                Ok(json!({"n": n, "who": who, "from": r.from.as_str(), "body": r.body}))
+            })
+        }),
+    );
+    pa.serve(
+        "refuse",
+        Arc::new(|_: PeerRequest| {
+            Box::pin(async {
+                Err(RpcError::invalid_params("not yours").with_data(json!({"why": "test"})))
+            })
+        }),
+    );
+    let (release, ended) = (Arc::new(Notify::new()), Arc::new(AtomicUsize::new(0)));
+    let (r, e) = (Arc::clone(&release), Arc::clone(&ended));
+    pa.serve(
+        "slow",
+        Arc::new(move |_: PeerRequest| {
+            let (r, e) = (Arc::clone(&r), Arc::clone(&e));
+            Box::pin(async move {
+                let _ends = Ends(e);
+                r.notified().await;
+                Ok(Value::Null)
+            })
+        }),
+    );
+
+    // The mailboxes open in the background once the servers are up: until both are,
+    // a call is lost (and its caller told so, after the accept time, here 200 ms).
+    pa.serve(
+        "ping",
+        Arc::new(|_: PeerRequest| Box::pin(async { Ok(Value::Null) })),
+    );
+    let mut tries = 0;
+    while pb
+        .call(
+            pa.me(),
+            "ping",
+            None,
+            Value::Null,
+            Duration::from_millis(200),
+        )
+        .await
+        .is_err()
+    {
+        tries += 1;
+        assert!(tries < 50, "the mailboxes did not open");
+    }
+
+    // The service's answer, the principal and the caller carried.
+    let alice = Principal::new("alice").with_scope("c1");
+    let started = Instant::now();
+    let got = pb
+        .call(pa.me(), "hold", Some(&alice), json!({"x": 1}), WITHIN)
+        .await
+        .unwrap_or_else(|e| panic!("call: {e}"));
+    println!("a call from B to A and back: {:?}", started.elapsed());
+    assert_eq!(
+        got,
+        json!({"n": 1, "who": ["alice", "c1"], "from": pb.me().as_str(), "body": {"x": 1}})
+    );
+    assert_eq!(held.load(Ordering::SeqCst), 1, "served once, on A");
+    let got = pb.call(pa.me(), "hold", None, Value::Null, WITHIN).await;
+    assert_eq!(got.map(|v| v["who"].clone()), Ok(Value::Null));
+
+    // The service's error comes back with its code, message and data.
+    let e = pb.call(pa.me(), "refuse", None, Value::Null, WITHIN).await;
+    let Err(PeerError::Remote(e)) = e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        (e.code().0, e.message(), e.data()),
+        (-32602, "not yours", Some(&json!({"why": "test"})))
+    );
+    // A topic nobody serves there: said so.
+    let e = pb.call(pa.me(), "nothing", None, Value::Null, WITHIN).await;
+    assert!(
+        matches!(&e, Err(PeerError::Remote(e)) if e.message().contains("serves no")),
+        "{e:?}"
+    );
+    // Too large to carry: refused before it is sent.
+    let big = json!("x".repeat(MAX_MESSAGE));
+    let e = pb.call(pa.me(), "hold", None, big, WITHIN).await;
+    assert!(
+        matches!(e, Err(PeerError::Bus(BusError::Invalid(_)))),
+        "{e:?}"
+    );
+    // Late: the call's own time bounds it.
+    let t = Instant::now();
+    let e = pb
+        .call(
+            pa.me(),
+            "slow",
+            None,
+            Value::Null,
+            Duration::from_millis(700),
+        )
+        .await;
+    assert!(matches!(e, Err(PeerError::TimedOut(..))), "{e:?}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // And abandoned: the call is cancelled where it runs, before its own bound there.
+    let t = Instant::now();
+    while ended.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_millis(500) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        ended.load(Ordering::SeqCst),
+        1,
+        "the abandoned call still runs on A"
+    );
+    // An instance that does not listen: a clear error within the accept time.
+    let t = Instant::now();
+    let nobody = InstanceId::random();
+    let e = pb.call(&nobody, "hold", None, Value::Null, WITHIN).await;
+    assert!(
+        matches!(e, Err(PeerError::NoAnswer(ref i, _)) if *i == nobody),
+        "{e:?}"
+    );
+    let waited = t.elapsed();
+    assert!(
+        waited >= ACCEPT_WITHIN && waited < ACCEPT_WITHIN + Duration::from_secs(3),
+        "{waited:?}"
+    );
+
+    // Bounded: MAX_PEER_CALLS wait at once; one more is refused at once.
+    let waiting: Vec<_> = (0..MAX_PEER_CALLS)
+        .map(|_| {
+            let (pb, to) = (pb.clone(), pa.me().clone());
+            tokio::spawn(async move { pb.call(&to, "slow", None, Value::Null, WITHIN).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = pb.call(pa.me(), "hold", None, Value::Null, WITHIN).await;
+    assert_eq!(e, Err(PeerError::Busy));
+    // Released, they all complete; and room is back.
+    for _ in 0..50 {
+        release.notify_waiters();
+        if waiting.iter().all(tokio::task::JoinHandle::is_finished) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for w in waiting {
+        let r = w.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r, Ok(Value::Null));
+    }
+    let got = pb.call(pa.me(), "hold", None, Value::Null, WITHIN).await;
+    assert!(got.is_ok(), "{got:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_between_instances_on_one_memory_bus() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    scenarios(Arc::clone(&bus), bus).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_between_instances_on_postgres() {
+    let Some(url) = support::url("SNODO_TEST_PG_URL") else {
+        return;
+    };
+    let namespace = support::namespace("peers");
+    let connect = || async {
+        let options = PgBusOptions {
+            namespace: namespace.clone(),
+            ..PgBusOptions::default()
+        };
+        support::pg_bus(&url, options).await
+    };
+    scenarios(connect().await, connect().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_between_instances_on_redis() {
+    let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
+        return;
+    };
+    let namespace = support::namespace("peers");
+    let connect = || async {
+        let options = RedisBusOptions {
+            namespace: namespace.clone(),
+            ..RedisBusOptions::default()
+        };
+        support::redis_bus(&url, options).await
+    };
+    scenarios(connect().await, connect().await).await;
+}
