@@ -323,8 +323,10 @@ def gateways(a, port, children, tmp):
             for n in names:
                 f.write(f'[[backends]]\nname = "{n}"\ntransport = "stdio"\n'
                         f'command = {json.dumps(back[0])}\nargs = {json.dumps(back[1:])}\n')
+        # tower-mcp's HttpTransport::into_router_with_handle serves MCP at `/` (POST, GET
+        # and DELETE `/`), and a backend's tools are named `{name}{separator}{tool}`.
         out["mcpp-rs"] = ([a.mcp_proxy_rs, "--config", conf],
-                          [("/mcp", f"{n}_echo") for n in names])
+                          [("/", f"{n}_echo") for n in names])
     return out
 
 

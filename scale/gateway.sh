@@ -4,7 +4,8 @@
 # same backend (the conformance fixture), driven through the proxy by scale/gateway.py:
 # tools/list paged across instances, a call streaming progress, a multi-round
 # input_required continued on other instances, a child killed mid-call, an instance
-# SIGTERMed while the others serve.
+# SIGTERMed while the others serve. The task flow (a backend's task polled elsewhere,
+# on a shared PostgreSQL task store) is its sibling lane, scale/gateway_tasks.sh.
 #
 #   bash scale/gateway.sh
 #
@@ -101,37 +102,7 @@ for ((n = 1; n <= INSTANCES; n++)); do
 done
 
 P=$(free_port)
-{
-    nginx_head "$TMP"
-    cat <<CONF
-    log_format lane escape=json '{"step":"\$http_x_scale_step","req":"\$http_x_scale_req",'
-        '"upstream":"\$upstream_addr","status":"\$status","target":"\$http_x_scale_target"}';
-    access_log $TMP/access.log lane;
-    upstream rr {
-        # round robin (the default), no affinity, no keepalive pool
-CONF
-    for a in "${ADDRS[@]}"; do printf '        server %s;\n' "${a#*=}"; done
-    printf '    }\n    map $http_x_scale_target $pool {\n        default rr;\n'
-    for a in "${ADDRS[@]}"; do printf '        %s %s;\n' "${a%%=*}" "${a%%=*}"; done
-    printf '    }\n'
-    for a in "${ADDRS[@]}"; do printf '    upstream %s { server %s; }\n' "${a%%=*}" "${a#*=}"; done
-    cat <<CONF
-    server {
-        listen 127.0.0.1:$P;
-        keepalive_timeout 0;               # one request per client connection
-        location = /mcp {
-            proxy_pass http://\$pool;
-            proxy_http_version 1.1;
-            proxy_set_header Connection close;   # no keep-alive toward the instances
-            proxy_set_header Host \$host;
-            proxy_buffering off;                 # stream SSE as it is produced
-            proxy_read_timeout 60s;
-        }
-        location / { return 404; }
-    }
-}
-CONF
-} >"$TMP/nginx.conf"
+gateway_nginx_conf "$TMP" "$P" "${ADDRS[@]}" >"$TMP/nginx.conf"
 start_nginx "$TMP" "$P"
 
 joined() { local IFS=,; echo "$*"; }

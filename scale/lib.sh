@@ -166,3 +166,42 @@ http {
     scgi_temp_path $1/scgi;
 CONF
 }
+
+# gateway_nginx_conf DIR PORT LABEL=ADDR...: a complete nginx.conf (on stdout) for the
+# gateway lanes: /mcp on 127.0.0.1:PORT proxied round robin (no affinity, keep-alive off
+# on both sides, SSE unbuffered) to the instances, `X-Scale-Target: LABEL` pinning one
+# request to instance LABEL, and DIR/access.log recording per request the lane's headers
+# (X-Scale-Step, X-Scale-Req, X-Scale-Target) with $upstream_addr and $status.
+gateway_nginx_conf() {
+    local dir=$1 port=$2 a
+    shift 2
+    nginx_head "$dir"
+    cat <<CONF
+    log_format lane escape=json '{"step":"\$http_x_scale_step","req":"\$http_x_scale_req",'
+        '"upstream":"\$upstream_addr","status":"\$status","target":"\$http_x_scale_target"}';
+    access_log $dir/access.log lane;
+    upstream rr {
+        # round robin (the default), no affinity, no keepalive pool
+CONF
+    for a in "$@"; do printf '        server %s;\n' "${a#*=}"; done
+    printf '    }\n    map $http_x_scale_target $pool {\n        default rr;\n'
+    for a in "$@"; do printf '        %s %s;\n' "${a%%=*}" "${a%%=*}"; done
+    printf '    }\n'
+    for a in "$@"; do printf '    upstream %s { server %s; }\n' "${a%%=*}" "${a#*=}"; done
+    cat <<CONF
+    server {
+        listen 127.0.0.1:$port;
+        keepalive_timeout 0;               # one request per client connection
+        location = /mcp {
+            proxy_pass http://\$pool;
+            proxy_http_version 1.1;
+            proxy_set_header Connection close;   # no keep-alive toward the instances
+            proxy_set_header Host \$host;
+            proxy_buffering off;                 # stream SSE as it is produced
+            proxy_read_timeout 60s;
+        }
+        location / { return 404; }
+    }
+}
+CONF
+}

@@ -14,12 +14,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use snodo::Runtime;
 use snodo::protocol::ALL;
-use snodo_client::{Client, Protocol};
+use snodo_client::{CallOptions, Client, Protocol};
 use snodo_compose::{McpSource, Mount, Status, StreamFactory, Transforms};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
+const RELATED: &str = "io.modelcontextprotocol/related-task";
 
 /// What the hand-written backend saw, and how its task stands.
 #[derive(Default)]
@@ -81,9 +82,11 @@ fn answer(b: &Shared, m: &Value) -> Vec<Value> {
             let mut out = vec![reply(id, task(&s))];
             if s.status == "completed" {
                 if let Some(w) = s.waiting.take() {
+                    // 2025-11-25: a task's result names its task in `_meta`.
                     out.push(reply(
                         &w,
-                        json!({"content": [{"type": "text", "text": "crunched"}]}),
+                        json!({"content": [{"type": "text", "text": "crunched"}],
+                               "_meta": {RELATED: {"taskId": "b-1"}, "x/kept": 1}}),
                     ));
                 }
             }
@@ -259,6 +262,9 @@ async fn a_backend_task_is_a_front_task_polled_to_its_result() {
     b.lock().unwrap().finish = true;
     let t = c.until(&id, |t| t["status"] == "completed").await;
     assert_eq!(t["result"]["content"][0]["text"], "crunched", "{t}");
+    // The backend's task id stays behind; the rest of its `_meta` comes along.
+    assert!(t["result"]["_meta"].get(RELATED).is_none(), "{t}");
+    assert_eq!(t["result"]["_meta"]["x/kept"], 1, "{t}");
     let seen = b.lock().unwrap().methods.clone();
     assert!(
         seen.contains(&"tasks/result".to_owned()) && !seen.contains(&"tasks/cancel".to_owned()),
@@ -298,8 +304,12 @@ async fn an_initialize_era_caller_waits_for_the_backend_task_result() {
             .connect_runtime(front.clone())
             .await
             .unwrap();
-        let r = c.call_tool("lt_crunch", json!({})).await.unwrap();
-        assert_eq!(r.text(), "crunched", "{v}");
+        let r = c
+            .call_tool_raw("lt_crunch", json!({}), &CallOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(r["content"][0]["text"], "crunched", "{v}: {r}");
+        assert!(r["_meta"].get(RELATED).is_none(), "{v}: {r}");
     }
 }
 
@@ -319,6 +329,7 @@ async fn server_everything_research_query_is_a_front_task() {
         .as_str()
         .unwrap_or_default();
     assert!(text.contains("Research Report: otters"), "{t}");
+    assert!(t["result"]["_meta"].get(RELATED).is_none(), "{t}");
     // Cancelled while it works: the front task ends cancelled.
     let id = created(&c.ask(2, "tools/call", args).await);
     let ack = c.ask(3, "tasks/cancel", json!({"taskId": id})).await;

@@ -8,7 +8,8 @@
 //! the backend's `pollInterval` and each new `statusMessage` goes to the front request
 //! as progress (a front task's `statusMessage`). When the front call ends without the
 //! result (`tasks/cancel` of the front task, a disconnect, a deadline), the backend
-//! task gets `tasks/cancel`.
+//! task gets `tasks/cancel`. The result goes to the front without the backend's
+//! `related-task` `_meta` (the backend's task id means nothing there).
 
 use std::time::Duration;
 
@@ -25,6 +26,28 @@ const POLL: (u64, u64) = (100, 5_000);
 
 /// How long the backend's `tasks/cancel` may take.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The `_meta` key with which a 2025-11-25 backend ties its `tasks/result` to its own
+/// task: that id names nothing at the front, so it is not passed on.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The backend's task result as the front's: without the backend's
+/// [`RELATED_TASK`] (and without a `_meta` left empty by its removal).
+fn front_result(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        let empty = o
+            .get_mut("_meta")
+            .and_then(Value::as_object_mut)
+            .is_some_and(|meta| {
+                meta.remove(RELATED_TASK);
+                meta.is_empty()
+            });
+        if empty {
+            o.remove("_meta");
+        }
+    }
+    v
+}
 
 /// Sends the backend's `tasks/cancel` for its task unless disarmed (the result came).
 struct CancelOnDrop {
@@ -94,7 +117,9 @@ impl McpSource {
             return Ok(created);
         };
         let name = &self.cfg.name;
-        tracing::debug!(source = %name, backend_task = %id, front_task = ?ctx.task_id(), "backend task created");
+        // `front_task` only for a front task (a synchronous caller's call has none), as
+        // the plain id: what an operator (and scale/gateway_tasks.sh) matches on.
+        tracing::debug!(source = %name, backend_task = %id, front_task = ctx.task_id(), "backend task created");
         let mut guard = CancelOnDrop {
             client: lease.client.clone(),
             task: Some(id.clone()),
@@ -150,7 +175,7 @@ impl McpSource {
         match r {
             Ok(v) => {
                 guard.task = None;
-                Ok(v)
+                Ok(front_result(v))
             }
             Err(relay::Stop::Source(e)) => {
                 // The backend answered tasks/result with an error: the task failed
