@@ -328,7 +328,7 @@ def main():
     p.add_argument("--mark", required=True, help="the children's --lane-mark prefix")
     p.add_argument("--logs", required=True, help="the directory of the instances' gwN.err")
     p.add_argument("--child", default="node",
-                   help="the children's program name as the gateway reports it (basename of $NODE)")
+                   help="the children's program as given to the gateway ($NODE): the backend's name in its errors")
     run = Run(p.parse_args())
     run.step("ready", step_ready)
     run.step("task-polled-elsewhere", step_elsewhere)

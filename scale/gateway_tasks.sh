@@ -111,7 +111,7 @@ status=0
 timeout --foreground "$CLIENT_TIMEOUT" python3 "$HERE/gateway_tasks.py" --proxy "127.0.0.1:$P" \
     --access-log "$TMP/access.log" --instances "$(joined "${ADDRS[@]}")" \
     --pids "$(joined "${GWPIDS[@]}")" --mark "$MARK" --logs "$TMP" \
-    --child "$(basename "$NODE")" || status=$?
+    --child "$NODE" || status=$?
 (( status == 124 )) && say "FAIL driver: timed out after $CLIENT_TIMEOUT s"
 say "gateway task lane: $((SECONDS - started)) s of checks"
 exit "$status"
