@@ -40,7 +40,7 @@ NAME=gateway.sh
 . "$HERE/lib.sh"
 
 command -v python3 >/dev/null || die "python3 is required (standard library only)"
-command -v pgrep >/dev/null || die "pgrep (procps) is required"
+command -v pgrep >/dev/null || install_debian procps
 [[ -x $SNODO ]] || die "$SNODO is missing: cargo build -p snodo-cli"
 find_nginx
 

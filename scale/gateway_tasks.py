@@ -59,6 +59,7 @@ class Run(tasks.Run):
         self.labels = {a: label for label, a in self.instances.items()}
         self.mark = args.mark
         self.logs = args.logs
+        self.child = args.child
         self.next_id = 0
         self.passed = self.failed = 0
         self.first_children = {}
@@ -299,7 +300,7 @@ def step_child_killed(run, s):
         time.sleep(0.1)
     took = time.monotonic() - killed
     error = result.get("error") or {}
-    need(result.get("status") == "failed" and '"node"' in str(error.get("message")),
+    need(result.get("status") == "failed" and f'"{run.child}"' in str(error.get("message")),
          f"after the kill: {json.dumps(result)[:400]}")
     need(took < 5, f"failed {took:.1f} s after the kill")
     # The pool starts a new child: a plain call on the owner succeeds again.
@@ -326,6 +327,8 @@ def main():
     p.add_argument("--pids", required=True, help="gw1=pid,...")
     p.add_argument("--mark", required=True, help="the children's --lane-mark prefix")
     p.add_argument("--logs", required=True, help="the directory of the instances' gwN.err")
+    p.add_argument("--child", default="node",
+                   help="the children's program as given to the gateway ($NODE): the backend's name in its errors")
     run = Run(p.parse_args())
     run.step("ready", step_ready)
     run.step("task-polled-elsewhere", step_elsewhere)

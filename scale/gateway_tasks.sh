@@ -39,7 +39,7 @@ NAME=gateway_tasks.sh
 . "$HERE/lib.sh"
 
 command -v python3 >/dev/null || die "python3 is required (standard library only)"
-command -v pgrep >/dev/null || die "pgrep (procps) is required"
+command -v pgrep >/dev/null || install_debian procps
 command -v "$NODE" >/dev/null || die "node is required (>= 20; set NODE)"
 [[ -x $SNODO ]] || die "$SNODO is missing: cargo build -p snodo-cli"
 find_nginx
@@ -85,7 +85,7 @@ KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ADDRS=() GWPIDS=()
 for ((n = 1; n <= INSTANCES; n++)); do
     # `--lane-mark` (which server-everything ignores) tells this lane's children apart.
-    SNODO_STATE_KEY=$KEY RUST_LOG=${RUST_LOG:-info,snodo_compose::mcp::task=debug} \
+    SNODO_STATE_KEY=$KEY RUST_LOG="${RUST_LOG:-info},snodo_compose::mcp::task=debug" \
         "$SNODO" --log-format json gateway --addr 127.0.0.1:0 --protocols 2026-07-28,2025-11-25 \
         --task-store "postgres:$PG_URL" --task-instance "$MARK-gw$n" \
         -- "$NODE" "$EVERYTHING" stdio --lane-mark "$MARK-gw$n" \
@@ -110,7 +110,8 @@ started=$SECONDS
 status=0
 timeout --foreground "$CLIENT_TIMEOUT" python3 "$HERE/gateway_tasks.py" --proxy "127.0.0.1:$P" \
     --access-log "$TMP/access.log" --instances "$(joined "${ADDRS[@]}")" \
-    --pids "$(joined "${GWPIDS[@]}")" --mark "$MARK" --logs "$TMP" || status=$?
+    --pids "$(joined "${GWPIDS[@]}")" --mark "$MARK" --logs "$TMP" \
+    --child "$NODE" || status=$?
 (( status == 124 )) && say "FAIL driver: timed out after $CLIENT_TIMEOUT s"
 say "gateway task lane: $((SECONDS - started)) s of checks"
 exit "$status"

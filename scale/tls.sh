@@ -6,7 +6,7 @@
 #
 #   bash scale/tls.sh DIR   # writes DIR/ca.pem, DIR/server.pem, DIR/server.key, DIR/other-ca.pem
 #
-# EC P-256 keys (fast to make), valid one day; nothing is installed in any trust store.
+# EC P-256 keys (fast to make), valid 30 days; nothing is installed in any trust store.
 set -euo pipefail
 
 NAME=tls.sh
@@ -20,7 +20,7 @@ mkdir -p "$dir"
 cd "$dir"
 
 ca() { # $1 = file stem, $2 = subject
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
         -keyout "$1.key" -out "$1.pem" -subj "/CN=$2" \
         -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
         2>/dev/null || die "openssl: cannot make the CA $2"
@@ -33,7 +33,7 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     || die "openssl: cannot make the server key"
 printf '%s\n' 'subjectAltName=IP:127.0.0.1,DNS:localhost' 'basicConstraints=CA:FALSE' \
     'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' >server.ext
-openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 \
     -extfile server.ext -out server.pem 2>/dev/null || die "openssl: cannot sign the server certificate"
 rm -f server.csr server.ext ca.srl ca.key other-ca.key
 chmod 600 server.key

@@ -33,6 +33,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 mod receive;
+mod tls;
 use receive::{Receiver, deliver, listen, receive, sweep};
 
 use crate::hub::Hub;
@@ -160,22 +161,25 @@ fn fnv1a(s: &str) -> u64 {
 
 impl PgBus {
     /// Connects to `url` (`postgres://user[:password]@host:port/db`), creates the bus's
-    /// two tables if missing, and starts listening. The URL's `sslmode` is honoured
-    /// (`disable`; `prefer`, the default, TLS when the server offers it; `require`,
-    /// TLS without checking the certificate; `verify-ca`, `verify-full`), over rustls;
-    /// the certificate is checked against the system's trust anchors or the PEM file
-    /// `sslrootcert` names.
+    /// two tables if missing, and starts listening. The URL's `sslmode` is honoured,
+    /// over rustls: `disable`; `prefer`, the default, TLS when the server offers it;
+    /// `require`, TLS without checking the certificate; `verify-full`, the certificate
+    /// checked, host name included, against the system's trust anchors plus the CAs
+    /// of the PEM file `sslrootcert` names (sqlx adds them, it cannot use them alone).
+    /// `verify-ca` is refused (no host name checked against anchors that include every
+    /// publicly trusted CA), and so is `sslrootcert` (or `PGSSLROOTCERT`) with
+    /// `prefer` or `require`, which would check nothing.
     ///
     /// # Errors
     /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or
     /// [`BusError::Timeout`] when the server cannot be reached within the deadline.
     pub async fn connect(url: &str, options: PgBusOptions) -> Result<Self, BusError> {
         check_namespace(&options.namespace)?;
-        check_root_cert(url)?;
         let deadline = options.deadline;
         let connect = PgConnectOptions::from_str(url)
             .map_err(|e| BusError::Invalid(format!("bad URL: {e}")))?
             .application_name(&options.application_name);
+        tls::check(url, connect.get_ssl_mode())?;
         let pool = bounded(
             deadline,
             "connect",
@@ -373,28 +377,6 @@ impl Bus for PgBus {
     fn state(&self) -> watch::Receiver<BusState> {
         self.hub.state.subscribe()
     }
-}
-
-/// An unreadable `sslrootcert` file, named (sqlx reads it at each connection and its
-/// error does not say which file): the URL's query, values without percent-escapes.
-fn check_root_cert(url: &str) -> Result<(), BusError> {
-    let query = url.split_once('?').map_or("", |(_, q)| q);
-    let query = query.split_once('#').map_or(query, |(q, _)| q);
-    for (key, path) in query.split('&').filter_map(|kv| kv.split_once('=')) {
-        let named = matches!(key, "sslrootcert" | "ssl-root-cert" | "ssl-ca");
-        if named && !path.contains('%') && !path.contains('+') {
-            if let Err(e) = std::fs::metadata(path).and_then(|m| {
-                if m.is_file() {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::other("not a file"))
-                }
-            }) {
-                return Err(BusError::Invalid(format!("{key} {path:?}: {e}")));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Creates the bus's tables if missing.

@@ -125,7 +125,7 @@ impl RedisBus {
     /// `redis://[:password@]host:port[/db]` in plaintext; `rediss://…` over TLS (rustls),
     /// the server's certificate checked against the system's trust anchors, or against
     /// the CA certificates of the PEM file `?sslrootcert=FILE` names; `rediss://…#insecure`
-    /// checks nothing (tests only).
+    /// checks nothing (tests only; logged as a warning at each connect).
     ///
     /// # Errors
     /// [`BusError::Invalid`] for a bad URL or option, [`BusError::Unavailable`] or
@@ -134,6 +134,13 @@ impl RedisBus {
         check_namespace(&options.namespace)?;
         let deadline = options.deadline;
         let client = client::client(url)?;
+        if client::unverified(&client) {
+            // Nothing of the URL: it may hold a password.
+            tracing::warn!(
+                "redis bus: rediss://…#insecure: the server's certificate is NOT verified \
+                 (anyone on the path can impersonate the server); for tests only"
+            );
+        }
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(deadline))
             .set_response_timeout(Some(deadline))

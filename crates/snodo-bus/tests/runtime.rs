@@ -9,8 +9,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use snodo::bus::{Bus, MemoryBus};
+use snodo::bus::{
+    Address, Bus, BusError, BusState, Count, Event, Fanout, InstanceId, MemoryBus, Message,
+    Subscription,
+};
 use snodo::http::{BearerTokens, HttpConfig, Server};
 
 use snodo::protocol::{V2025_11_25, V2026_07_28};
@@ -252,6 +256,101 @@ async fn scenarios(a: Arc<dyn Bus>, b: Arc<dyn Bus>) {
         done["result"]["content"][0]["text"], "Hello, Ada!",
         "{done}"
     );
+}
+
+/// What a listen stream is told until it is quiet for `quiet`: the methods, and the
+/// URI of each resource update.
+async fn told(s: &mut Stream, quiet: Duration) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(n) = s.next(quiet).await {
+        let method = n["method"].as_str().unwrap_or("?").to_owned();
+        out.push(match n["params"]["uri"].as_str() {
+            Some(uri) => format!("{method} {uri}"),
+            None => method,
+        });
+    }
+    out
+}
+
+const TOLD_ONCE: [&str; 2] = [
+    "notifications/tools/list_changed",
+    "notifications/resources/updated file:///x",
+];
+
+/// A burst of resyncs (a bus server restarted under several instances: each one's
+/// handle publishes a resync when it is back) reaches a listen stream as one: each
+/// watched list and resource is announced once, not once per resync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_resyncs_is_told_once() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    let instance = start(listening(Arc::clone(&bus))).await;
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///x"]});
+    let mut s = listen(instance.addr, filter).await;
+    for _ in 0..4 {
+        bus.publish(Event::Resync)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    assert_eq!(told(&mut s, Duration::from_secs(1)).await, TOLD_ONCE);
+    // A later one is told again.
+    bus.publish(Event::Resync)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(told(&mut s, Duration::from_secs(1)).await, TOLD_ONCE);
+}
+
+/// A bus of another crate that hands `Event::Resync` over as an item (its `Fanout`'s
+/// `send`, as for any event); the rest is a [`MemoryBus`].
+#[derive(Debug)]
+struct ItemResync {
+    events: Fanout<Event>,
+    rest: MemoryBus,
+}
+
+impl Bus for ItemResync {
+    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
+        self.events.send(event);
+        Box::pin(async { Ok(()) })
+    }
+    fn events(&self) -> Subscription<Event> {
+        self.events.subscribe()
+    }
+    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
+        self.rest.send(to, message)
+    }
+    fn messages<'a>(
+        &'a self,
+        me: &'a InstanceId,
+    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
+        self.rest.messages(me)
+    }
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        by: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Count, BusError>> {
+        self.rest.count(key, by, window)
+    }
+    fn state(&self) -> tokio::sync::watch::Receiver<BusState> {
+        self.rest.state()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_delivered_as_an_item_is_told() {
+    let bus: Arc<dyn Bus> = Arc::new(ItemResync {
+        events: Fanout::new(16),
+        rest: MemoryBus::new(),
+    });
+    let instance = start(listening(Arc::clone(&bus))).await;
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///x"]});
+    let mut s = listen(instance.addr, filter).await;
+    bus.publish(Event::Resync)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(told(&mut s, Duration::from_secs(1)).await, TOLD_ONCE);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -98,9 +98,45 @@ async fn redis_bus_over_tls_passes_the_contract() {
     println!("redis bus over TLS (rediss://, sslrootcert): {report:?}");
 }
 
+/// `url` without its `sslrootcert` parameter.
+fn without_root_cert(url: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("sslrootcert="))
+        .collect();
+    assert!(
+        kept.len() < query.split('&').count(),
+        "{url} names no sslrootcert"
+    );
+    if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    }
+}
+
+/// The error of a URL refused before any connection, as [`BusError::Invalid`].
+fn invalid<T>(what: &str, got: Result<T, BusError>) -> String {
+    match got {
+        Err(BusError::Invalid(e)) => {
+            println!("{what}: {e}");
+            assert!(
+                !e.contains(PASSWORD),
+                "{what}: the error shows the password"
+            );
+            e
+        }
+        Err(e) => panic!("{what}: not refused as invalid: {e}"),
+        Ok(_) => panic!("{what}: connected"),
+    }
+}
+
 /// `sslmode` is honoured: `disable` is refused by a server taking TLS only (so the
-/// contract above ran over TLS), `require` encrypts without checking the certificate,
-/// `verify-full` with the wrong CA is refused and says why, without the password.
+/// contract above ran over TLS), `require` without `sslrootcert` encrypts without
+/// checking the certificate, `verify-full` with the wrong CA is refused and says why,
+/// without the password. What sqlx would not check as asked is refused before any
+/// connection: `verify-ca`, and `sslrootcert` with `require` or `prefer` (the default).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sslmode_is_honoured_and_a_wrong_ca_refused() {
     let Some(url) = support::url(PG) else { return };
@@ -113,7 +149,7 @@ async fn postgres_sslmode_is_honoured_and_a_wrong_ca_refused() {
     let e = refused("sslmode=disable", PgBus::connect(&plain, quick(&ns)).await);
     assert!(e.contains("pg_hba") || e.contains("encryption"), "{e}");
 
-    let unchecked = wrong_ca(&url).replace("sslmode=verify-full", "sslmode=require");
+    let unchecked = without_root_cert(&url).replace("sslmode=verify-full", "sslmode=require");
     let bus: Arc<dyn Bus> = Arc::new(
         PgBus::connect(&unchecked, quick(&ns))
             .await
@@ -127,11 +163,23 @@ async fn postgres_sslmode_is_honoured_and_a_wrong_ca_refused() {
         PgBus::connect(&wrong, quick(&ns)).await,
     );
     names_the_certificate("verify-full, wrong CA", &e);
-    let e = refused(
-        "verify-ca, wrong CA",
-        PgBus::connect(&wrong.replace("verify-full", "verify-ca"), quick(&ns)).await,
-    );
-    names_the_certificate("verify-ca, wrong CA", &e);
+    for mode in ["sslmode=require", "sslmode=prefer", ""] {
+        let asked = wrong
+            .replace("sslmode=verify-full", mode)
+            .replace("?&", "?");
+        let e = invalid(
+            &format!("sslrootcert with {mode:?}"),
+            PgBus::connect(&asked, quick(&ns)).await,
+        );
+        assert!(e.contains("sslrootcert needs sslmode=verify-full"), "{e}");
+    }
+    for url in [wrong.clone(), without_root_cert(&wrong)] {
+        let e = invalid(
+            "verify-ca",
+            PgBus::connect(&url.replace("verify-full", "verify-ca"), quick(&ns)).await,
+        );
+        assert!(e.contains("use sslmode=verify-full"), "{e}");
+    }
     let missing = with_password(&url.replace("/ca.pem", "/missing.pem"), "snodo");
     let e = refused(
         "sslrootcert missing",

@@ -56,6 +56,14 @@ pub(super) fn client(url: &str) -> Result<Client, BusError> {
     Client::build_with_tls(parsed, certificates).map_err(bad_url)
 }
 
+/// Whether `client` connects without checking the server's certificate (`#insecure`).
+pub(super) fn unverified(client: &Client) -> bool {
+    matches!(
+        client.get_connection_info().addr(),
+        redis::ConnectionAddr::TcpTls { insecure: true, .. }
+    )
+}
+
 fn bad_url(e: redis::RedisError) -> BusError {
     // redis-rs's messages about a URL name the problem, not the URL.
     BusError::Invalid(format!("bad URL: {e}"))
@@ -85,7 +93,9 @@ mod tests {
     fn urls_are_read_and_errors_do_not_echo_them() {
         assert!(client("redis://127.0.0.1:6379/0").is_ok());
         assert!(client("rediss://:pw@127.0.0.1:6379/0").is_ok());
-        assert!(client("rediss://127.0.0.1:6379/#insecure").is_ok());
+        assert!(client("rediss://127.0.0.1:6379/#insecure").is_ok_and(|c| unverified(&c)));
+        assert!(client("rediss://127.0.0.1:6379/").is_ok_and(|c| !unverified(&c)));
+        assert!(client("redis://127.0.0.1:6379/#insecure").is_ok_and(|c| !unverified(&c)));
         let m = invalid(&format!(
             "redis://:s3cret@127.0.0.1:1/?sslrootcert={NOT_PEM}"
         ));

@@ -6,7 +6,7 @@
 //! Without a configured bus the runtime holds no link: changes go straight to the
 //! local listeners, as they always did.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde_json::{Value, json};
@@ -23,6 +23,10 @@ use crate::runtime::pending::{Answer, PendingRequests};
 /// Changes queued for the bus before the pump publishes them; past it, a change is
 /// delivered locally only (and logged).
 const OUTBOX: usize = 1024;
+
+/// How often the publishing pump tries again to publish the [`Event::Resync`] it owes
+/// (a change it could not publish while the bus said `Up`).
+const RESYNC_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Forwarded cancellations and answers on their way to the bus at once; past it, one
 /// is dropped (and counted), so a caller flooding answers or cancellations for ids no
@@ -77,8 +81,9 @@ pub(crate) struct Link {
     me: InstanceId,
     pub(crate) when_down: WhenDown,
     /// The publishing pump's queue, started on the first change published in a tokio
-    /// runtime.
-    outbox: OnceLock<mpsc::Sender<Event>>,
+    /// runtime, and whether the pump owes the bus an [`Event::Resync`] (a change that
+    /// reached this instance's listeners only).
+    outbox: OnceLock<(mpsc::Sender<Event>, Arc<AtomicBool>)>,
     /// The mailbox pump, started once (from the first endpoint built in a tokio runtime).
     started: OnceLock<()>,
     /// Registries of the endpoints' cancellable requests, which a forwarded
@@ -152,22 +157,27 @@ impl Link {
 
     /// Publishes a change to every instance's listeners (this one's through the bus too).
     /// While the bus is down, outside a tokio runtime, or when the outbox is full, the
-    /// change reaches this instance's listeners only.
+    /// change reaches this instance's listeners only; a full outbox makes the pump owe
+    /// the bus an [`Event::Resync`] (a bus handle whose connection was down publishes
+    /// its own when it is back).
     pub(crate) fn publish(&self, change: Event, local: &broadcast::Sender<Event>) {
         if !self.is_up() || tokio::runtime::Handle::try_current().is_err() {
             let _ = local.send(change);
             return;
         }
-        let outbox = self.outbox.get_or_init(|| {
+        let (outbox, owed) = self.outbox.get_or_init(|| {
             let (tx, rx) = mpsc::channel(OUTBOX);
-            tokio::spawn(publish_pump(Arc::clone(&self.bus), rx, local.clone()));
-            tx
+            let owed = Arc::new(AtomicBool::new(false));
+            let pump = publish_pump(Arc::clone(&self.bus), rx, local.clone(), Arc::clone(&owed));
+            tokio::spawn(pump);
+            (tx, owed)
         });
         if let Err(e) = outbox.try_send(change) {
             tracing::warn!(
                 target: "snodo::bus",
-                "bus outbox full: a change reaches this instance's listeners only"
+                "bus outbox full: a change reaches this instance's listeners only (a resync follows)"
             );
+            owed.store(true, Ordering::Release);
             let _ = local.send(e.into_inner());
         }
     }
@@ -330,15 +340,41 @@ fn parse_cancel_key(key: &str) -> Option<(Principal, RequestId)> {
 }
 
 /// Publishes the queued changes in order; one the bus refuses reaches this instance's
-/// listeners only.
+/// listeners only, and the other instances must then be told [`Event::Resync`]: so must
+/// they after a full outbox (`owed`, set by [`Link::publish`]). While it is owed, the
+/// resync is published before the next change and tried again every
+/// [`RESYNC_RETRY`], whether or not the bus says `Up` (a bus can answer its pub/sub
+/// connection and still fail publishes).
 async fn publish_pump(
     bus: Arc<dyn Bus>,
     mut rx: mpsc::Receiver<Event>,
     local: broadcast::Sender<Event>,
+    owed: Arc<AtomicBool>,
 ) {
-    while let Some(change) = rx.recv().await {
+    let mut retry = tokio::time::interval(RESYNC_RETRY);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let change = tokio::select! {
+            change = rx.recv() => match change {
+                Some(change) => Some(change),
+                None => return,
+            },
+            _ = retry.tick(), if owed.load(Ordering::Acquire) => None,
+        };
+        if owed.swap(false, Ordering::AcqRel) {
+            if let Err(e) = bus.publish(Event::Resync).await {
+                tracing::debug!(target: "snodo::bus", error = %e, "the resync owed to the other instances failed; retrying");
+                owed.store(true, Ordering::Release);
+                retry.reset();
+            } else {
+                tracing::info!(target: "snodo::bus", "published a resync for the changes the other instances missed");
+            }
+        }
+        let Some(change) = change else { continue };
         if let Err(e) = bus.publish(change.clone()).await {
-            tracing::warn!(target: "snodo::bus", error = %e, "a change reaches this instance's listeners only");
+            tracing::warn!(target: "snodo::bus", error = %e, "a change reaches this instance's listeners only (a resync follows)");
+            owed.store(true, Ordering::Release);
+            retry.reset();
             let _ = local.send(change);
         }
     }
@@ -444,6 +480,9 @@ async fn watch_state(
         }
     }
 }
+
+#[cfg(test)]
+mod owed_tests;
 
 #[cfg(test)]
 mod tests {

@@ -111,7 +111,8 @@ pub enum Event {
     /// Anything may have changed: every listener, on every instance, is told that every
     /// list it watches changed and every resource it watches was updated. An instance
     /// publishes it when its own connection to the bus is back after an outage (the
-    /// changes it made meanwhile reached its own listeners only). Subscribers receive it
+    /// changes it made meanwhile reached its own listeners only), and after a change it
+    /// could not publish (refused by the bus, or its outbox full). Subscribers receive it
     /// as [`Received::Resync`](super::Received::Resync), never as an item.
     Resync,
 }

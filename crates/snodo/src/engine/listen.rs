@@ -21,6 +21,12 @@ use crate::tasks::TaskWatch;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// How long a subscription waits, after a resync (or a lag), for more of them before it
+/// tells its client once: a bus server restarted under N instances gives every stream
+/// N + 1 resyncs within a moment (each instance's handle publishes one when it is back),
+/// and each would re-announce every list and watched resource.
+const RESYNC_SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What one subscription delivers.
 #[derive(Debug, Default)]
 struct Filter {
@@ -80,7 +86,7 @@ impl Filter {
             Change::PromptsListChanged => self.prompts,
             Change::ResourcesListChanged => self.resources,
             Change::ResourceUpdated(uri) => self.watched.iter().any(|w| **w == **uri),
-            // Never an item: the bus hands it over as `Received::Resync`.
+            // Never an item: `Feed` hands it over as `Received::Resync`.
             Change::Resync => false,
         }
     }
@@ -186,6 +192,10 @@ pub(crate) struct Subscription {
     ack: Option<Value>,
     /// The tasks this subscription watches (tasks extension).
     tasks: TaskWatch,
+    /// When the resync (or lag) heard first is told, once for every one heard until
+    /// then ([`RESYNC_SETTLE`]); kept here so that [`Subscription::next`] stays
+    /// cancel-safe.
+    resync_at: Option<tokio::time::Instant>,
     dialect: &'static Dialect,
     /// Its resource URIs, counted as watched while it is open.
     _watching: crate::runtime::watched::Watching,
@@ -232,6 +242,7 @@ impl Subscription {
             changes,
             ack: Some(ack),
             tasks,
+            resync_at: None,
             dialect: call.dialect,
             _watching: watching,
             _slot: slot,
@@ -264,10 +275,17 @@ impl Subscription {
             return ListenStep::Messages(out);
         }
         loop {
+            let resync_at = self.resync_at;
+            let settled =
+                tokio::time::sleep_until(resync_at.unwrap_or_else(tokio::time::Instant::now));
             let out = tokio::select! {
                 biased;
                 () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
                 changed = self.tasks.next() => changed.iter().map(|t| task_message(t, &self.id)).collect(),
+                () = settled, if resync_at.is_some() => {
+                    self.resync_at = None;
+                    self.everything()
+                }
                 change = self.changes.recv() => match change {
                     Some(Received::Item(change)) => {
                         if self.filter.wants(&change) {
@@ -276,16 +294,11 @@ impl Subscription {
                             Vec::new()
                         }
                     }
-                    // Fell behind, or the bus was away: every watched list may have
-                    // changed and every watched resource may have been updated.
+                    // Fell behind, or the bus was away: told once the resyncs and lags
+                    // of the next moment are in.
                     Some(Received::Lagged(_) | Received::Resync) => {
-                        let mut out: Vec<Bytes> = [Change::ToolsListChanged, Change::PromptsListChanged, Change::ResourcesListChanged]
-                            .iter()
-                            .filter(|c| self.filter.wants(c))
-                            .map(|c| self.notes.message(c))
-                            .collect();
-                        out.extend(self.filter.watched.iter().map(|uri| self.notes.updated(uri)));
-                        out
+                        self.resync_at.get_or_insert_with(|| tokio::time::Instant::now() + RESYNC_SETTLE);
+                        Vec::new()
                     }
                     None => return ListenStep::Gone,
                 },
@@ -295,6 +308,27 @@ impl Subscription {
                 return ListenStep::Messages(out);
             }
         }
+    }
+
+    /// What a resync or a lag tells: every watched list may have changed and every
+    /// watched resource may have been updated.
+    fn everything(&mut self) -> Vec<Bytes> {
+        let mut out: Vec<Bytes> = [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+        ]
+        .iter()
+        .filter(|c| self.filter.wants(c))
+        .map(|c| self.notes.message(c))
+        .collect();
+        out.extend(
+            self.filter
+                .watched
+                .iter()
+                .map(|uri| self.notes.updated(uri)),
+        );
+        out
     }
 
     /// The result that ends the subscription, in the router's envelope for its dialect.

@@ -29,8 +29,16 @@ impl Feed {
     }
 
     /// The next change; `Received::Lagged` or `Resync` when some were lost (every
-    /// watched list may have changed); `None` once the runtime is gone. Cancel-safe.
+    /// watched list may have changed), also for an [`Event::Resync`](crate::bus::Event)
+    /// a bus delivered as an item; `None` once the runtime is gone. Cancel-safe.
     pub(crate) async fn recv(&mut self) -> Option<Received<Change>> {
+        match self.next().await {
+            Some(Received::Item(Change::Resync)) => Some(Received::Resync),
+            other => other,
+        }
+    }
+
+    async fn next(&mut self) -> Option<Received<Change>> {
         let local = async {
             match self.local.recv().await {
                 Ok(change) => Some(Received::Item(change)),
@@ -46,5 +54,27 @@ impl Feed {
                 got = shared.recv() => got,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bus::Fanout;
+
+    /// A bus of another crate may hand `Event::Resync` over as an item (its fanout's
+    /// `send`): the listen streams still hear a resync, not an item none of them wants.
+    #[tokio::test]
+    async fn a_resync_sent_as_an_item_is_a_resync() {
+        let (_local, mine) = broadcast::channel(4);
+        let shared = Fanout::new(4);
+        let mut feed = Feed::new(mine, Some(shared.subscribe()));
+        shared.send(Change::Resync);
+        shared.send(Change::ToolsListChanged);
+        assert!(matches!(feed.recv().await, Some(Received::Resync)));
+        assert!(matches!(
+            feed.recv().await,
+            Some(Received::Item(Change::ToolsListChanged))
+        ));
     }
 }
