@@ -274,7 +274,7 @@ impl Link {
     /// peer call served here under that key).
     fn cancel(&self, key: &str) {
         let Some((principal, id)) = parse_cancel_key(key) else {
-            super::peers::cancel(self, key);
+            super::serving::cancel(self, key);
             return;
         };
         let targets: Vec<Arc<InFlight>> = self
@@ -393,9 +393,9 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
                 principal,
                 body,
                 within_ms,
-            }) => super::peers::serve(
+            }) => super::serving::serve(
                 &l,
-                super::peers::Incoming {
+                super::serving::Incoming {
                     request,
                     from,
                     topic,
@@ -408,8 +408,9 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
                 super::peers::deliver(&l, &request, body);
             }
             // Lost cancellations and answers cannot be asked for again: the requests
-            // they were for time out, as they would without the bus.
-            Received::Lagged(_) | Received::Resync => {}
+            // they were for time out, as they would without the bus. A call between
+            // instances waiting here may have lost its reply: it fails now.
+            Received::Lagged(_) | Received::Resync => super::peers::lost(&l),
         }
     }
 }

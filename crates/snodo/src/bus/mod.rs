@@ -32,6 +32,7 @@ pub(crate) mod link;
 mod mailboxes;
 mod memory;
 mod peers;
+mod serving;
 mod types;
 
 #[cfg(feature = "bus-contract")]
@@ -47,7 +48,10 @@ pub use fanout::{DEFAULT_BACKLOG, Fanout, Received, Subscription};
 pub use link::WhenDown;
 pub use mailboxes::Mailboxes;
 pub use memory::MemoryBus;
-pub use peers::{ACCEPT_WITHIN, MAX_PEER_CALLS, PeerError, PeerHandler, PeerRequest, Peers};
+pub use peers::{
+    ACCEPT_WITHIN, MAX_PEER_CALLS, MAX_PEER_CALLS_PER_PRINCIPAL, PeerError, PeerHandler,
+    PeerRequest, Peers,
+};
 pub use types::{
     Address, BusError, BusState, Count, Event, InstanceId, MAX_INSTANCE_ID, MAX_KEY, MAX_MESSAGE,
     Message, check_count,
