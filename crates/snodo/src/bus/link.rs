@@ -288,19 +288,16 @@ impl Link {
     }
 }
 
-/// The separator between a server request's own id and its instance's id.
-const HOLDER: char = '@';
-
 /// A server request id naming its instance: `ID@INSTANCE`.
 pub(crate) fn with_holder(id: String, me: &InstanceId) -> String {
-    format!("{id}{HOLDER}{me}")
+    format!("{id}{}{me}", super::HOLDER)
 }
 
 /// The instance a server request id names, if any: only an id of the shape this
 /// runtime gives its server requests (`snodo-N-HASH@INSTANCE`, `runtime/pending.rs`),
 /// so a caller's made-up ids are not forwarded.
 fn holder(id: &str) -> Option<InstanceId> {
-    let (own, instance) = id.rsplit_once(HOLDER)?;
+    let (own, instance) = InstanceId::holding(id)?;
     let (n, hash) = own.strip_prefix("snodo-")?.split_once('-')?;
     let hex = |s: &str, max: usize| {
         !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_hexdigit())
@@ -308,7 +305,7 @@ fn holder(id: &str) -> Option<InstanceId> {
     if !(hex(n, 16) && hash.len() == 16 && hex(hash, 16)) {
         return None;
     }
-    InstanceId::new(instance).ok()
+    Some(instance)
 }
 
 /// The key of a forwarded cancellation: the principal, its scope and the request id.

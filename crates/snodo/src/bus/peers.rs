@@ -257,6 +257,16 @@ impl Peers {
         }
     }
 
+    /// Whether `topic` is served here.
+    #[must_use]
+    pub fn serves(&self, topic: &str) -> bool {
+        self.link
+            .peers
+            .services
+            .lock()
+            .is_ok_and(|s| s.contains_key(topic))
+    }
+
     /// Stops serving `topic` (calls already running finish); later calls hear that
     /// this instance serves no such topic.
     pub fn unserve(&self, topic: &str) {
@@ -358,34 +368,38 @@ impl Peers {
     }
 }
 
-/// A service's answer as a reply body.
-pub(crate) fn reply_body(r: Result<Value, RpcError>) -> Value {
+/// A result or error as it travels between instances: `{"result": …}` or
+/// `{"error": {"code", "message", "data"?}}` (a call's reply; a service's own bodies
+/// may use it too).
+#[must_use]
+pub fn encode_outcome(r: Result<Value, RpcError>) -> Value {
     match r {
         Ok(v) => json!({ "result": v }),
         Err(e) => json!({ "error": e.object() }),
     }
 }
 
-/// A reply body back as the service's answer.
-fn outcome(mut body: Value) -> Result<Value, RpcError> {
+/// [`encode_outcome`]'s body back; `None` when it is neither a result nor an error
+/// with a code and a message.
+#[must_use]
+pub fn decode_outcome(mut body: Value) -> Option<Result<Value, RpcError>> {
     if let Some(v) = body.get_mut("result") {
-        return Ok(v.take());
+        return Some(Ok(v.take()));
     }
-    let e = body.get("error").cloned().unwrap_or_default();
-    let code = e
-        .get("code")
-        .and_then(Value::as_i64)
-        .unwrap_or(ErrorCode::INTERNAL_ERROR.0);
-    let message = e
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("another instance failed the call")
-        .to_owned();
+    let e = body.get("error")?;
+    let code = e.get("code").and_then(Value::as_i64)?;
+    let message = e.get("message").and_then(Value::as_str)?.to_owned();
     let err = RpcError::new(ErrorCode(code), message);
-    Err(match e.get("data") {
+    Some(Err(match e.get("data").filter(|d| !d.is_null()) {
         Some(d) => err.with_data(d.clone()),
         None => err,
-    })
+    }))
+}
+
+/// A reply body back as the service's answer (one that is neither: an error).
+fn outcome(body: Value) -> Result<Value, RpcError> {
+    decode_outcome(body)
+        .unwrap_or_else(|| Err(RpcError::internal("another instance answered a call oddly")))
 }
 
 /// Delivers a reply to the call waiting for it (none: it was abandoned).
@@ -434,6 +448,16 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("gw-1:") && a.ends_with(":0"), "{a}");
         assert_ne!(first.key(&me), a, "and within a run");
+    }
+
+    #[test]
+    fn outcomes_travel_both_ways() {
+        let ok = Ok(json!({"action": "accept"}));
+        assert_eq!(decode_outcome(encode_outcome(ok.clone())), Some(ok));
+        let e = Err(RpcError::method_not_found("roots/list").with_data(json!({"x": 1})));
+        assert_eq!(decode_outcome(encode_outcome(e.clone())), Some(e));
+        assert_eq!(decode_outcome(json!({"error": "no"})), None);
+        assert_eq!(decode_outcome(Value::Null), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::link::Link;
-use super::peers::{ACCEPT_WITHIN, PeerRequest, reply_body};
+use super::peers::{ACCEPT_WITHIN, PeerRequest, encode_outcome};
 use super::{Address, BusState, InstanceId, Message};
 use crate::caller::Principal;
 use crate::protocol::RpcError;
@@ -116,7 +116,7 @@ pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
     let refuse = |e: RpcError| {
         let m = Message::Reply {
             request: key.1.clone(),
-            body: reply_body(Err(e)),
+            body: encode_outcome(Err(e)),
         };
         link.send_quietly(Address::Instance(from.clone()), m);
     };
@@ -182,7 +182,7 @@ fn spawn(
                 let e = RpcError::internal("the answer is too large to carry on the bus");
                 m = Message::Reply {
                     request,
-                    body: reply_body(Err(e)),
+                    body: encode_outcome(Err(e)),
                 };
             }
             if let Err(e) = bus.send(Address::Instance(to), m).await {
@@ -235,7 +235,7 @@ fn spawn(
             }),
             () = beats => return,
         };
-        reply(request_key, reply_body(answer)).await;
+        reply(request_key, encode_outcome(answer)).await;
     });
 }
 
