@@ -221,7 +221,10 @@ fn spawn(
         // This instance's bus down: the caller cannot hear the answer (it gives up
         // after ACCEPT_WITHIN of silence), so the service stops.
         let down = async {
-            let _ = state.wait_for(|s| *s == BusState::Down).await;
+            if state.wait_for(|s| *s == BusState::Down).await.is_err() {
+                // No state to watch (the bus is gone with the link): `gone` ends it.
+                std::future::pending::<()>().await;
+            }
         };
         let answer = tokio::select! {
             biased;
