@@ -280,7 +280,9 @@ impl Peers {
     ///
     /// # Errors
     /// [`PeerError`]: the bus down, the body too large ([`MAX_MESSAGE`](super::MAX_MESSAGE)),
-    /// too many calls waiting, the instance silent or late, or the service's own error.
+    /// too many calls waiting (in all, or for `principal`), the instance silent for
+    /// [`ACCEPT_WITHIN`] (before or after it took the call) or late, this instance's
+    /// mailbox losing messages meanwhile, or the service's own error.
     pub async fn call(
         &self,
         to: &InstanceId,
