@@ -446,3 +446,76 @@ async fn a_mailbox_that_lost_messages_fails_the_waiting_calls() {
     );
     assert!(t.elapsed() < ACCEPT_WITHIN, "{:?}", t.elapsed());
 }
+
+/// Calls are told apart by caller and key: the same call delivered twice runs once; a
+/// cancellation that overtakes its call (PostgreSQL's notifications on pooled
+/// connections) stops it from running at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_delivered_twice_runs_once_and_one_cancelled_first_never_runs() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    let ((pa, _sa), (pb, _sb)) = (
+        instance(Arc::clone(&bus)).await,
+        instance(Arc::clone(&bus)).await,
+    );
+    let (runs, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
+    let (r, g) = (Arc::clone(&runs), Arc::clone(&gate));
+    pa.serve(
+        "gate",
+        Arc::new(move |_: PeerRequest| {
+            let (r, g) = (Arc::clone(&r), Arc::clone(&g));
+            Box::pin(async move {
+                let n = r.fetch_add(1, Ordering::SeqCst) + 1;
+                g.notified().await;
+                Ok(json!(n))
+            })
+        }),
+    );
+    opened(&pa, &pb).await;
+    // A caller of our own, on the wire.
+    let me = InstanceId::new("fake-caller").unwrap_or_else(|e| panic!("{e}"));
+    let mut inbox = bus.messages(&me).await.unwrap_or_else(|e| panic!("{e}"));
+    let to = Address::Instance(pa.me().clone());
+    let call = |request: &str| Message::Call {
+        request: request.to_owned(),
+        from: me.as_str().to_owned(),
+        topic: "gate".into(),
+        principal: None,
+        body: Value::Null,
+        within_ms: 5_000,
+    };
+    let send = |m: Message| {
+        let (bus, to) = (Arc::clone(&bus), to.clone());
+        async move { bus.send(to, m).await.unwrap_or_else(|e| panic!("{e}")) }
+    };
+    send(Message::Cancel {
+        request: "fake-caller:boot:1".into(),
+        reason: None,
+    })
+    .await;
+    send(call("fake-caller:boot:1")).await;
+    send(call("fake-caller:boot:2")).await;
+    send(call("fake-caller:boot:2")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "run once, the cancelled one not at all"
+    );
+    gate.notify_waiters();
+    let mut replies = Vec::new();
+    while let Ok(Some(r)) = tokio::time::timeout(Duration::from_millis(500), inbox.recv()).await {
+        if let snodo::bus::Received::Item(Message::Reply { request, body }) = r {
+            replies.push((request, body));
+        }
+    }
+    assert!(
+        replies.iter().all(|(k, _)| k == "fake-caller:boot:2"),
+        "{replies:?}"
+    );
+    let results: Vec<_> = replies
+        .iter()
+        .filter(|(_, b)| b.get("result").is_some())
+        .collect();
+    assert_eq!(results.len(), 1, "{replies:?}");
+    assert_eq!(results[0].1, json!({"result": 1}));
+}
