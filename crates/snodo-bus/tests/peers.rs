@@ -9,15 +9,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use snodo::bus::{
-    ACCEPT_WITHIN, Bus, BusError, InstanceId, MAX_MESSAGE, MAX_PEER_CALLS, MemoryBus, PeerError,
-    PeerRequest, Peers,
+    ACCEPT_WITHIN, Address, Bus, BusError, BusState, Count, Event, InstanceId, MAX_MESSAGE,
+    MAX_PEER_CALLS, MAX_PEER_CALLS_PER_PRINCIPAL, MemoryBus, Message, PeerError, PeerRequest,
+    Peers, Subscription,
 };
 use snodo::http::{HttpConfig, Server};
 use snodo::{Principal, RpcError, Runtime};
 use snodo_bus::{PgBusOptions, RedisBusOptions};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, oneshot, watch};
 
 const WITHIN: Duration = Duration::from_secs(10);
 
@@ -189,9 +191,13 @@ async fn scenarios(a: Arc<dyn Bus>, b: Arc<dyn Bus>) {
 
     // Bounded: MAX_PEER_CALLS wait at once; one more is refused at once.
     let waiting: Vec<_> = (0..MAX_PEER_CALLS)
-        .map(|_| {
+        .map(|n| {
             let (pb, to) = (pb.clone(), pa.me().clone());
-            tokio::spawn(async move { pb.call(&to, "slow", None, Value::Null, WITHIN).await })
+            let who = Principal::new(format!(
+                "p{}",
+                n % (MAX_PEER_CALLS / MAX_PEER_CALLS_PER_PRINCIPAL)
+            ));
+            tokio::spawn(async move { pb.call(&to, "slow", Some(&who), Value::Null, WITHIN).await })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -211,6 +217,35 @@ async fn scenarios(a: Arc<dyn Bus>, b: Arc<dyn Bus>) {
     }
     let got = pb.call(pa.me(), "hold", None, Value::Null, WITHIN).await;
     assert!(got.is_ok(), "{got:?}");
+
+    // One principal cannot take every slot: MAX_PEER_CALLS_PER_PRINCIPAL of its calls
+    // wait, one more is refused, another principal's call goes through.
+    let mallory = Principal::new("mallory");
+    let waiting: Vec<_> = (0..MAX_PEER_CALLS_PER_PRINCIPAL)
+        .map(|_| {
+            let (pb, to, who) = (pb.clone(), pa.me().clone(), mallory.clone());
+            tokio::spawn(async move { pb.call(&to, "slow", Some(&who), Value::Null, WITHIN).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = pb
+        .call(pa.me(), "hold", Some(&mallory), Value::Null, WITHIN)
+        .await;
+    assert_eq!(e, Err(PeerError::Busy));
+    let got = pb
+        .call(pa.me(), "hold", Some(&alice), Value::Null, WITHIN)
+        .await;
+    assert!(got.is_ok(), "{got:?}");
+    for _ in 0..50 {
+        release.notify_waiters();
+        if waiting.iter().all(tokio::task::JoinHandle::is_finished) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for w in waiting {
+        assert_eq!(w.await.unwrap_or_else(|e| panic!("{e}")), Ok(Value::Null));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,4 +284,238 @@ async fn calls_between_instances_on_redis() {
         support::redis_bus(&url, options).await
     };
     scenarios(connect().await, connect().await).await;
+}
+
+/// A bus handle that can be silenced: its sends are dropped (and said to succeed), as
+/// when the instance behind it is killed or cut off after it took a call.
+#[derive(Debug)]
+struct Mute {
+    inner: Arc<dyn Bus>,
+    muted: std::sync::atomic::AtomicBool,
+}
+
+impl Bus for Mute {
+    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
+        self.inner.publish(event)
+    }
+    fn events(&self) -> Subscription<Event> {
+        self.inner.events()
+    }
+    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
+        if self.muted.load(Ordering::SeqCst) {
+            return Box::pin(async { Ok(()) });
+        }
+        self.inner.send(to, message)
+    }
+    fn messages<'a>(
+        &'a self,
+        me: &'a InstanceId,
+    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
+        self.inner.messages(me)
+    }
+    fn count<'a>(
+        &'a self,
+        key: &'a str,
+        by: u64,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<Count, BusError>> {
+        self.inner.count(key, by, window)
+    }
+    fn state(&self) -> watch::Receiver<BusState> {
+        self.inner.state()
+    }
+}
+
+/// Waits until B reaches A's "ping".
+async fn opened(pa: &Peers, pb: &Peers) {
+    pa.serve(
+        "ping",
+        Arc::new(|_: PeerRequest| Box::pin(async { Ok(Value::Null) })),
+    );
+    let mut tries = 0;
+    while pb
+        .call(
+            pa.me(),
+            "ping",
+            None,
+            Value::Null,
+            Duration::from_millis(200),
+        )
+        .await
+        .is_err()
+    {
+        tries += 1;
+        assert!(tries < 50, "the mailboxes did not open");
+    }
+}
+
+/// A holder that goes silent after it took a call (killed, cut off) fails the call
+/// after `ACCEPT_WITHIN` of silence, not at the call's own time; one that keeps working
+/// longer than that, alive, is waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_silent_after_accepting_fails_the_call_and_a_live_one_is_waited_for() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    let mute = Arc::new(Mute {
+        inner: Arc::clone(&bus),
+        muted: false.into(),
+    });
+    let ((pa, _sa), (pb, _sb)) = (instance(mute.clone()).await, instance(bus).await);
+    let accepted = Arc::new(Notify::new());
+    let a = Arc::clone(&accepted);
+    pa.serve(
+        "forever",
+        Arc::new(move |_: PeerRequest| {
+            let a = Arc::clone(&a);
+            Box::pin(async move {
+                a.notify_one();
+                std::future::pending::<()>().await;
+                Ok(Value::Null)
+            })
+        }),
+    );
+    pa.serve(
+        "long",
+        Arc::new(|_: PeerRequest| {
+            Box::pin(async {
+                tokio::time::sleep(ACCEPT_WITHIN + Duration::from_secs(2)).await;
+                Ok(json!("done"))
+            })
+        }),
+    );
+    opened(&pa, &pb).await;
+
+    // Alive past ACCEPT_WITHIN: its heartbeats keep the call open.
+    let long = pb.call(pa.me(), "long", None, Value::Null, Duration::from_secs(30));
+    assert_eq!(long.await, Ok(json!("done")));
+
+    // Silent after accepting: NoAnswer after ACCEPT_WITHIN (not the 60 s of the call).
+    let t = Instant::now();
+    let (pb2, to) = (pb.clone(), pa.me().clone());
+    let call = tokio::spawn(async move {
+        pb2.call(&to, "forever", None, Value::Null, Duration::from_secs(60))
+            .await
+    });
+    accepted.notified().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    mute.muted.store(true, Ordering::SeqCst);
+    let e = call.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(e, Err(PeerError::NoAnswer(ref i, _)) if i == pa.me()),
+        "{e:?}"
+    );
+    assert!(
+        t.elapsed() < ACCEPT_WITHIN + Duration::from_secs(3),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+/// This instance's mailbox losing messages while a call waits (a lagging subscriber):
+/// the call fails at once, as its reply may be lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailbox_that_lost_messages_fails_the_waiting_calls() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::with_backlog(8));
+    let ((pa, _sa), (pb, _sb)) = (
+        instance(Arc::clone(&bus)).await,
+        instance(Arc::clone(&bus)).await,
+    );
+    pa.serve(
+        "forever",
+        Arc::new(|_: PeerRequest| Box::pin(std::future::pending())),
+    );
+    opened(&pa, &pb).await;
+    let (pb2, to) = (pb.clone(), pa.me().clone());
+    let call = tokio::spawn(async move {
+        pb2.call(&to, "forever", None, Value::Null, Duration::from_secs(60))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = Instant::now();
+    // A flood B's mailbox cannot keep up with (cancellations of nothing).
+    for n in 0..10_000 {
+        let m = Message::Cancel {
+            request: format!("flood-{n}"),
+            reason: None,
+        };
+        let _ = bus.send(Address::Instance(pb.me().clone()), m).await;
+    }
+    let e = call.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(e, Err(PeerError::Lost(ref i)) if i == pa.me()),
+        "{e:?}"
+    );
+    assert!(t.elapsed() < ACCEPT_WITHIN, "{:?}", t.elapsed());
+}
+
+/// Calls are told apart by caller and key: the same call delivered twice runs once; a
+/// cancellation that overtakes its call (PostgreSQL's notifications on pooled
+/// connections) stops it from running at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_delivered_twice_runs_once_and_one_cancelled_first_never_runs() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    let ((pa, _sa), (pb, _sb)) = (
+        instance(Arc::clone(&bus)).await,
+        instance(Arc::clone(&bus)).await,
+    );
+    let (runs, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
+    let (r, g) = (Arc::clone(&runs), Arc::clone(&gate));
+    pa.serve(
+        "gate",
+        Arc::new(move |_: PeerRequest| {
+            let (r, g) = (Arc::clone(&r), Arc::clone(&g));
+            Box::pin(async move {
+                let n = r.fetch_add(1, Ordering::SeqCst) + 1;
+                g.notified().await;
+                Ok(json!(n))
+            })
+        }),
+    );
+    opened(&pa, &pb).await;
+    // A caller of our own, on the wire.
+    let me = InstanceId::new("fake-caller").unwrap_or_else(|e| panic!("{e}"));
+    let mut inbox = bus.messages(&me).await.unwrap_or_else(|e| panic!("{e}"));
+    let to = Address::Instance(pa.me().clone());
+    let call = |request: &str| Message::Call {
+        request: request.to_owned(),
+        from: me.as_str().to_owned(),
+        topic: "gate".into(),
+        principal: None,
+        body: Value::Null,
+        within_ms: 5_000,
+    };
+    let send = |m: Message| {
+        let (bus, to) = (Arc::clone(&bus), to.clone());
+        async move { bus.send(to, m).await.unwrap_or_else(|e| panic!("{e}")) }
+    };
+    send(Message::Cancel {
+        request: "fake-caller:boot:1".into(),
+        reason: None,
+    })
+    .await;
+    send(call("fake-caller:boot:1")).await;
+    send(call("fake-caller:boot:2")).await;
+    send(call("fake-caller:boot:2")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "run once, the cancelled one not at all"
+    );
+    gate.notify_waiters();
+    let mut replies = Vec::new();
+    while let Ok(Some(r)) = tokio::time::timeout(Duration::from_millis(500), inbox.recv()).await {
+        if let snodo::bus::Received::Item(Message::Reply { request, body }) = r {
+            replies.push((request, body));
+        }
+    }
+    assert!(
+        replies.iter().all(|(k, _)| k == "fake-caller:boot:2"),
+        "{replies:?}"
+    );
+    let results: Vec<_> = replies
+        .iter()
+        .filter(|(_, b)| b.get("result").is_some())
+        .collect();
+    assert_eq!(results.len(), 1, "{replies:?}");
+    assert_eq!(results[0].1, json!({"result": 1}));
 }

@@ -14,12 +14,12 @@ use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher as _, Hasher as _};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
 use snodo::RpcError;
-use snodo::bus::InstanceId;
+use snodo::bus::{HOLDER, InstanceId, Peers};
 use snodo_client::{ClientBuilder, LogMessage, Progress};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -89,6 +89,16 @@ pub(crate) struct Asker {
     flights: Mutex<HashMap<u64, (u64, Line)>>,
     /// The parked calls, by id, with the timer that expires each.
     parked: Mutex<HashMap<String, (Parked, AbortHandle)>>,
+    /// Where this source's topic is served (`elsewhere.rs`): unserved when it goes.
+    served: OnceLock<Peers>,
+}
+
+impl Drop for Asker {
+    fn drop(&mut self) {
+        if let Some(peers) = self.served.get() {
+            peers.unserve(&self.topic());
+        }
+    }
 }
 
 /// The way to one backend call's front call, and how many of its questions wait for
@@ -160,6 +170,7 @@ impl Asker {
             connections: AtomicU64::new(0),
             flights: Mutex::new(HashMap::new()),
             parked: Mutex::new(HashMap::new()),
+            served: OnceLock::new(),
         })
     }
 
@@ -250,6 +261,12 @@ impl Asker {
         topic(&self.nonce)
     }
 
+    /// Records that this source's topic is served on `peers`: `false` when it was
+    /// already (by the first park with a bus).
+    pub(crate) fn served_on(&self, peers: &Peers) -> bool {
+        self.served.set(peers.clone()).is_ok()
+    }
+
     /// The source's name.
     pub(crate) fn source(&self) -> &str {
         &self.source
@@ -326,9 +343,6 @@ impl Asker {
     }
 }
 
-/// The separator between a parked call's own id and its instance's id.
-const HOLDER: char = '@';
-
 /// The bus topic of the parked calls of the source with `nonce`.
 fn topic(nonce: &str) -> String {
     format!("snodo-compose/parked/{nonce}")
@@ -338,7 +352,7 @@ fn topic(nonce: &str) -> String {
 /// an id of the shape [`Asker::park`] gives (`NONCE.N@INSTANCE`, the nonce 16 hex
 /// digits) names one.
 pub(crate) fn holder(id: &str) -> Option<(String, InstanceId)> {
-    let (own, instance) = id.rsplit_once(HOLDER)?;
+    let (own, instance) = InstanceId::holding(id)?;
     let (nonce, n) = own.split_once('.')?;
     let ok = nonce.len() == 16
         && nonce.bytes().all(|b| b.is_ascii_hexdigit())
@@ -348,7 +362,7 @@ pub(crate) fn holder(id: &str) -> Option<(String, InstanceId)> {
     if !ok {
         return None;
     }
-    Some((topic(nonce), InstanceId::new(instance).ok()?))
+    Some((topic(nonce), instance))
 }
 
 #[cfg(test)]

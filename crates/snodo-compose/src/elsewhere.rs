@@ -9,19 +9,32 @@
 //! until it ends or asks again ([`serve`]); the outcome comes back and is the front's
 //! answer. The holder takes the call only for the principal it was parked for.
 //!
+//! The holder drives the call as the local path does (`relay.rs`: the same question
+//! handling and the same reading of how the backend call ended): a 2026-07-28
+//! backend's `input_required` comes back as a result and becomes the front's round
+//! here; a backend that failed there is this front's `SourceError::Down`, as a resumed
+//! call's failure on another connection is locally.
+//!
 //! The backend's progress and log notifications while the holder drives the call for
 //! another instance are dropped (no front stream is there to carry them).
+//!
+//! Trust: the bus is trusted. Anyone with the bus's credentials can call the holder as
+//! any principal, cancel any call it serves and inject replies; the principal check
+//! here only keeps one front caller from continuing another's call.
 
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
-use snodo::bus::{InstanceId, PeerError, PeerRequest, Peers};
+use snodo::bus::{InstanceId, PeerError, PeerRequest, Peers, decode_outcome, encode_outcome};
 use snodo::{InputRequest, RequestContext, RpcError};
 use snodo_client::ClientError;
 
 use crate::asking::{self, Asker, Event, Flight, PARK_TTL, Parked};
-use crate::relay::{self, Asked, MAX_ROUNDS, Stop};
+use crate::relay::{self, Asked, Stop};
 use crate::source::SourceError;
+
+/// The data key that marks a holder's error as its backend's failure (not an answer).
+const BACKEND_FAILED: &str = "snodo-compose/backendFailed";
 
 /// Where a continuation's parked call waits, when that is another instance this one
 /// reaches over the bus.
@@ -67,7 +80,7 @@ impl Holder {
                     )));
                 }
             };
-            let body = json!({"id": id, "n": n, "answer": answer_to_json(answer)});
+            let body = json!({"id": id, "n": n, "answer": encode_outcome(answer)});
             let call =
                 self.peers
                     .call(&self.instance, &self.topic, ctx.principal(), body, PARK_TTL);
@@ -77,7 +90,11 @@ impl Holder {
                 got = call => got.map_err(unreachable)?,
             };
             if let Some(v) = got.get("result") {
-                return Ok(v.clone());
+                // A 2026-07-28 backend's round: the front's, as on the local path.
+                return match relay::backend_round(v, &mut n)? {
+                    None => Ok(v.clone()),
+                    Some((asked, state)) => Err(relay::round_only(ctx, asked, state, n).await),
+                };
             }
             // The backend asked again: parked again there, a new round here.
             let next = got.get("ask").cloned().unwrap_or_default();
@@ -95,21 +112,20 @@ impl Holder {
                 .to_owned();
             n = next.get("n").and_then(Value::as_u64).ok_or_else(bad)?;
             asked = next.get("q").cloned().ok_or_else(bad)?;
-            let method = asked
-                .get("method")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let params = asked.get("params").cloned().unwrap_or(Value::Null);
-            q = InputRequest::from_wire(method, params).ok_or_else(bad)?;
+            q = relay::question_of(&asked).ok_or_else(bad)?;
         }
     }
 }
 
-/// A failed call to the holder as the front's error: the holder's own error as it is,
-/// the bus's with what it means for the continuation.
+/// A failed call to the holder as the front's error: the holder's own error as it is
+/// (its backend's failure as that: the source down), the bus's with what it means for
+/// the continuation.
 fn unreachable(e: PeerError) -> Stop {
     let busy = matches!(e, PeerError::Busy);
     let e = match e {
+        PeerError::Remote(e) if e.data().and_then(|d| d.get(BACKEND_FAILED)).is_some() => {
+            return Stop::Elsewhere(ClientError::Transport(e.message().to_owned()));
+        }
         PeerError::Remote(e) => e,
         e => {
             let e = RpcError::internal(format!(
@@ -122,8 +138,12 @@ fn unreachable(e: PeerError) -> Stop {
     Stop::Source(SourceError::Rpc(e))
 }
 
-/// Serves the continuations of `asker`'s parked calls that other instances receive.
+/// Serves the continuations of `asker`'s parked calls that other instances receive
+/// (once per asker: the topic is unserved when the asker goes, `asking.rs`).
 pub(crate) fn serve(asker: &Arc<Asker>, peers: &Peers) {
+    if !asker.served_on(peers) {
+        return;
+    }
     let (weak, me) = (Arc::downgrade(asker), peers.me().clone());
     peers.serve(
         asker.topic(),
@@ -144,18 +164,21 @@ async fn continued(
     let asker = asker
         .upgrade()
         .ok_or_else(|| RpcError::internal("the backend was unmounted"))?;
-    let bad = || RpcError::invalid_params("a continuation from another instance is malformed");
+    // Not the front caller's doing: an internal error for it.
+    let bad = || RpcError::internal("a continuation from another instance is malformed");
     let id = r.body.get("id").and_then(Value::as_str).ok_or_else(bad)?;
     let n = r.body.get("n").and_then(Value::as_u64).ok_or_else(bad)?;
-    let answer = answer_from_json(r.body.get("answer")).ok_or_else(bad)?;
+    let answer = r.body.get("answer").cloned().and_then(decode_outcome);
+    let answer = answer.ok_or_else(bad)?;
     let who = r.principal.as_ref().map(|p| p.id().to_owned());
     let Parked { flight, reply, who } = asker.unpark(id, who.as_deref())?;
     let _ = reply.send(answer);
     drive(&asker, me, flight, who, n).await
 }
 
-/// Drives a resumed call for another instance: `{"result": …}` when it ends, `{"ask":
-/// state}` when it asks again (parked again here, under a new id).
+/// Drives a resumed call for another instance: `{"result": …}` when it ends (a
+/// 2026-07-28 backend's round too: the front makes it its own), `{"ask": state}` when
+/// it asks again (parked again here, under a new id).
 async fn drive(
     asker: &Arc<Asker>,
     me: &InstanceId,
@@ -168,17 +191,9 @@ async fn drive(
             biased;
             Some(ev) = flight.events.recv() => match ev {
                 Event::Ask(m, p, reply) => {
-                    n += 1;
-                    if n > MAX_ROUNDS {
-                        let _ = reply.send(Err(RpcError::internal("too many questions in one call")));
-                        continue;
-                    }
-                    let Some(q) = InputRequest::from_wire(&m, p) else {
-                        let _ = reply.send(Err(RpcError::method_not_found(&m)));
+                    let Some((key, _, wire, reply)) = relay::accept(&mut n, &m, p, reply) else {
                         continue;
                     };
-                    let key = relay::question_key(&m, n);
-                    let wire = json!({"method": q.method(), "params": q.params()});
                     return match asker.park(Parked { flight, reply, who }, Some(me)) {
                         Ok(id) => Ok(json!({"ask": relay::parked_state(&id, &key, &wire, n)})),
                         Err(p) => {
@@ -197,60 +212,59 @@ async fn drive(
                     }
                 }
                 let source = asker.source();
-                return match r {
-                    Ok(Ok(v)) if v.get("resultType").and_then(Value::as_str) == Some("input_required") => {
-                        Err(RpcError::internal(format!(
-                            "backend \"{source}\" answered a resumed call with input_required"
-                        )))
-                    }
-                    Ok(Ok(v)) => Ok(json!({"result": v})),
-                    Ok(Err(ClientError::Protocol(e))) => Err(e),
-                    Ok(Err(e)) => Err(RpcError::internal(format!("backend \"{source}\": {e}"))),
-                    Err(e) => Err(RpcError::internal(format!("backend \"{source}\": {e}"))),
+                return match relay::ended(r) {
+                    Ok(v) => Ok(json!({"result": v})),
+                    Err(ClientError::Protocol(e)) => Err(e),
+                    Err(e) => Err(RpcError::internal(format!(
+                        "backend \"{source}\" on instance {me}: {e}"
+                    ))
+                    .with_data(json!({BACKEND_FAILED: true}))),
                 };
             }
         }
     }
 }
 
-/// The front caller's answer as it travels: `{"result": …}` or `{"error": …}`.
-fn answer_to_json(a: Result<Value, RpcError>) -> Value {
-    match a {
-        Ok(v) => json!({ "result": v }),
-        Err(e) => json!({"error": {"code": e.code().0, "message": e.message(), "data": e.data()}}),
-    }
-}
-
-/// The front caller's answer back (`None`: not one).
-fn answer_from_json(v: Option<&Value>) -> Option<Result<Value, RpcError>> {
-    let v = v?;
-    if let Some(r) = v.get("result") {
-        return Some(Ok(r.clone()));
-    }
-    let e = v.get("error")?;
-    let code = e.get("code").and_then(Value::as_i64)?;
-    let message = e.get("message").and_then(Value::as_str)?.to_owned();
-    let err = RpcError::new(snodo::protocol::ErrorCode(code), message);
-    Some(Err(match e.get("data").filter(|d| !d.is_null()) {
-        Some(d) => err.with_data(d.clone()),
-        None => err,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A source's topic is served once, and no longer once the source is gone (a
+    /// remount adds no topic for good).
+    #[tokio::test]
+    async fn a_sources_topic_goes_with_it() {
+        let runtime = snodo::Runtime::builder("t", "1")
+            .bus(Arc::new(snodo::bus::MemoryBus::new()))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let peers = runtime.peers().unwrap_or_else(|| panic!("a bus"));
+        let asker = Asker::new("b");
+        let topic = asker.topic();
+        serve(&asker, &peers);
+        serve(&asker, &peers);
+        assert!(peers.serves(&topic));
+        drop(asker);
+        assert!(!peers.serves(&topic));
+    }
+
+    /// A holder's backend failure is the front's source down; its other errors are
+    /// the front's as they are.
     #[test]
-    fn answers_travel_both_ways() {
-        let ok = Ok(json!({"action": "accept"}));
-        assert_eq!(
-            answer_from_json(Some(&answer_to_json(ok.clone()))),
-            Some(ok)
-        );
-        let e = Err(RpcError::method_not_found("roots/list").with_data(json!({"x": 1})));
-        assert_eq!(answer_from_json(Some(&answer_to_json(e.clone()))), Some(e));
-        assert_eq!(answer_from_json(Some(&json!({"error": "no"}))), None);
-        assert_eq!(answer_from_json(None), None);
+    fn a_holders_backend_failure_is_the_source_down() {
+        let failed =
+            RpcError::internal("backend \"b\": gone").with_data(json!({BACKEND_FAILED: true}));
+        assert!(matches!(
+            unreachable(PeerError::Remote(failed)),
+            Stop::Elsewhere(ClientError::Transport(m)) if m.contains("gone")
+        ));
+        let refused = RpcError::invalid_params("belongs to another caller");
+        assert!(matches!(
+            unreachable(PeerError::Remote(refused.clone())),
+            Stop::Source(SourceError::Rpc(e)) if e == refused
+        ));
+        assert!(matches!(
+            unreachable(PeerError::Busy),
+            Stop::Source(SourceError::Rpc(e)) if e.message().contains("could not be continued")
+        ));
     }
 }

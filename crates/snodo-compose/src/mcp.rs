@@ -433,6 +433,20 @@ impl Source for McpSource {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         Box::pin(async move {
+            // Parked on another instance: continued there, no connection needed here.
+            if let Some(r) = relay::elsewhere(ctx).await {
+                return match r {
+                    Ok(v) => Ok(v),
+                    Err(relay::Stop::Source(e)) => Err(e),
+                    Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(
+                        snodo::RpcError::internal("the request was cancelled"),
+                    )),
+                    // The holder's backend failed, not one of this instance's.
+                    Err(relay::Stop::Elsewhere(e) | relay::Stop::Client(e)) => {
+                        Err(self.cfg.down(&e.to_string()))
+                    }
+                };
+            }
             let lease = self.lease().await?;
             match relay::call(
                 &lease.client,

@@ -315,16 +315,10 @@ pub(crate) async fn call(
             (start(client, conn, asker, method, p, ctx), n)
         }
         Some((Round::Parked { id, key, asked }, n)) => {
-            let q = asked
-                .get("method")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let q = InputRequest::from_wire(q, asked.get("params").cloned().unwrap_or(Value::Null))
+            let q = question_of(&asked)
                 .ok_or_else(|| RpcError::invalid_params("requestState names no question"))?;
-            // Parked on another instance: continued there, over the bus.
-            if let Some(there) = crate::elsewhere::Holder::of(ctx, &id) {
-                return there.resume(ctx, id, key, asked, q, n).await;
-            }
+            // (One parked on another instance is continued there: `elsewhere`, before
+            // a connection is leased.)
             let who = ctx.principal().map(|p| p.id().to_owned());
             let Parked { flight, reply, who } = asker.unpark(&id, who.as_deref())?;
             if let Some((i, reply)) = put(ctx, &key, q, reply).await? {
@@ -344,17 +338,9 @@ pub(crate) async fn call(
             }
             Some(ev) = flight.events.recv() => match ev {
                 Event::Ask(m, p, reply) => {
-                    n += 1;
-                    if n > MAX_ROUNDS {
-                        let _ = reply.send(Err(RpcError::internal("too many questions in one call")));
-                        continue;
-                    }
-                    let Some(q) = InputRequest::from_wire(&m, p) else {
-                        let _ = reply.send(Err(RpcError::method_not_found(&m)));
+                    let Some((key, q, wire, reply)) = accept(&mut n, &m, p, reply) else {
                         continue;
                     };
-                    let key = question_key(&m, n);
-                    let wire = json!({"method": q.method(), "params": q.params()});
                     if let Some((i, reply)) = put(ctx, &key, q, reply).await? {
                         let who = ctx.principal().map(|p| p.id().to_owned());
                         return Err(park(asker, ctx, Parked { flight, reply, who }, key, wire, n, i));
@@ -376,27 +362,118 @@ pub(crate) async fn call(
                 }
                 // A resumed parked call may run on a connection replaced since.
                 let failed = |e| if flight.conn == conn { Stop::Client(e) } else { Stop::Elsewhere(e) };
-                let v = match r {
-                    Ok(Ok(v)) => v,
-                    Ok(Err(e)) => return Err(failed(e)),
-                    Err(e) => return Err(failed(ClientError::Transport(e.to_string()))),
-                };
-                if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                    return Ok(v);
-                }
+                let v = ended(r).map_err(failed)?;
                 // A 2026-07-28 backend asks: a round of the front's.
-                n += 1;
-                if n > MAX_ROUNDS {
-                    return Err(RpcError::internal("the backend asked for too many input rounds").into());
-                }
-                let asked = v.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
-                let state = v.get("requestState").cloned().unwrap_or(Value::Null);
+                let Some((asked, state)) = backend_round(&v, &mut n)? else {
+                    return Ok(v);
+                };
                 // A legacy front caller answers right away (server requests).
                 let p = answer_round(ctx, &params, asked, state, n).await?;
                 flight = start(client, conn, asker, method, p, ctx);
             }
         }
     }
+}
+
+/// Accepts a backend's question (its `n`th in the call, counted here) for the front
+/// caller: its key, the question and its wire form. `None` when it is refused (too many
+/// in one call, or not one that can be relayed): the backend has been told.
+pub(crate) fn accept(
+    n: &mut u64,
+    method: &str,
+    params: Value,
+    reply: Reply,
+) -> Option<(String, InputRequest, Value, Reply)> {
+    *n += 1;
+    if *n > MAX_ROUNDS {
+        let _ = reply.send(Err(RpcError::internal("too many questions in one call")));
+        return None;
+    }
+    let Some(q) = InputRequest::from_wire(method, params) else {
+        let _ = reply.send(Err(RpcError::method_not_found(method)));
+        return None;
+    };
+    let key = question_key(method, *n);
+    let wire = json!({"method": q.method(), "params": q.params()});
+    Some((key, q, wire, reply))
+}
+
+/// The question a round's state holds in wire form (`{"method", "params"}`).
+pub(crate) fn question_of(asked: &Value) -> Option<InputRequest> {
+    let method = asked.get("method").and_then(Value::as_str)?;
+    InputRequest::from_wire(method, asked.get("params").cloned().unwrap_or(Value::Null))
+}
+
+/// How a backend call's task ended: its result, or the client's error (the task lost:
+/// a transport failure).
+pub(crate) fn ended(
+    r: Result<Result<Value, ClientError>, tokio::task::JoinError>,
+) -> Result<Value, ClientError> {
+    r.unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))
+}
+
+/// A 2026-07-28 backend's round: its `inputRequests` and its `requestState`.
+pub(crate) type BackendRound = (Map<String, Value>, Value);
+
+/// A backend's result that is a 2026-07-28 round of questions (round `n`, counted
+/// here): its `inputRequests` and `requestState`; `None` for a final result.
+pub(crate) fn backend_round(v: &Value, n: &mut u64) -> Result<Option<BackendRound>, RpcError> {
+    if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Ok(None);
+    }
+    *n += 1;
+    if *n > MAX_ROUNDS {
+        return Err(RpcError::internal(
+            "the backend asked for too many input rounds",
+        ));
+    }
+    let asked = v
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let state = v.get("requestState").cloned().unwrap_or(Value::Null);
+    Ok(Some((asked, state)))
+}
+
+/// Round `n` of a 2026-07-28 backend's questions (`asked`, with the backend's `state`)
+/// put to the front caller when no connection is held here (a call continued on
+/// another instance): the front's round. Answered at once, it cannot go on here.
+pub(crate) async fn round_only(
+    ctx: &RequestContext,
+    asked: Map<String, Value>,
+    state: Value,
+    n: u64,
+) -> Stop {
+    let qs = match questions(&asked, n) {
+        Ok(qs) => qs,
+        Err(e) => return e.into(),
+    };
+    let again = || json!({"b": state, "q": asked, "n": n});
+    match ask_front(ctx, qs, again).await {
+        Err(stop) => stop,
+        Ok(_) => RpcError::internal(
+            "the backend's questions were answered before they were asked: \
+             the call cannot go on",
+        )
+        .into(),
+    }
+}
+
+/// A continuation of a call parked on another instance (the round's state names it):
+/// continued there over the bus, with no connection leased here. `None`: not one.
+pub(crate) async fn elsewhere(ctx: &RequestContext) -> Option<Result<Value, Stop>> {
+    let (Round::Parked { id, key, asked }, n) = Round::read(ctx)? else {
+        return None;
+    };
+    let there = crate::elsewhere::Holder::of(ctx, &id)?;
+    let Some(q) = question_of(&asked) else {
+        return Some(Err(RpcError::invalid_params(
+            "requestState names no question",
+        )
+        .into()));
+    };
+    Some(there.resume(ctx, id, key, asked, q, n).await)
 }
 
 /// The front's answers under the backend's own keys.

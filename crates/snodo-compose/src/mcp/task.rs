@@ -87,6 +87,11 @@ impl McpSource {
         params: Value,
         ctx: &RequestContext,
     ) -> Result<Value, SourceError> {
+        // A continued input round is the relay's (a 2026-07-28 backend's round, or a
+        // parked call, maybe on another instance: no connection is leased for it here).
+        if ctx.request_state().is_some() {
+            return self.request("tools/call", params, ctx).await;
+        }
         let lease = self.lease().await?;
         let offers = lease
             .client
@@ -94,8 +99,7 @@ impl McpSource {
             .capabilities
             .pointer("/tasks/requests/tools/call")
             .is_some();
-        // A continued input round is the relay's (a 2026-07-28 backend's round).
-        if !offers || ctx.request_state().is_some() {
+        if !offers {
             drop(lease);
             return self.request("tools/call", params, ctx).await;
         }

@@ -284,7 +284,7 @@ impl Link {
     /// peer call served here under that key).
     fn cancel(&self, key: &str) {
         let Some((principal, id)) = parse_cancel_key(key) else {
-            super::peers::cancel(self, key);
+            super::serving::cancel(self, key);
             return;
         };
         let targets: Vec<Arc<InFlight>> = self
@@ -298,19 +298,16 @@ impl Link {
     }
 }
 
-/// The separator between a server request's own id and its instance's id.
-const HOLDER: char = '@';
-
 /// A server request id naming its instance: `ID@INSTANCE`.
 pub(crate) fn with_holder(id: String, me: &InstanceId) -> String {
-    format!("{id}{HOLDER}{me}")
+    format!("{id}{}{me}", super::HOLDER)
 }
 
 /// The instance a server request id names, if any: only an id of the shape this
 /// runtime gives its server requests (`snodo-N-HASH@INSTANCE`, `runtime/pending.rs`),
 /// so a caller's made-up ids are not forwarded.
 fn holder(id: &str) -> Option<InstanceId> {
-    let (own, instance) = id.rsplit_once(HOLDER)?;
+    let (own, instance) = InstanceId::holding(id)?;
     let (n, hash) = own.strip_prefix("snodo-")?.split_once('-')?;
     let hex = |s: &str, max: usize| {
         !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_hexdigit())
@@ -318,7 +315,7 @@ fn holder(id: &str) -> Option<InstanceId> {
     if !(hex(n, 16) && hash.len() == 16 && hex(hash, 16)) {
         return None;
     }
-    InstanceId::new(instance).ok()
+    Some(instance)
 }
 
 /// The key of a forwarded cancellation: the principal, its scope and the request id.
@@ -429,9 +426,9 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
                 principal,
                 body,
                 within_ms,
-            }) => super::peers::serve(
+            }) => super::serving::serve(
                 &l,
-                super::peers::Incoming {
+                super::serving::Incoming {
                     request,
                     from,
                     topic,
@@ -444,8 +441,9 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
                 super::peers::deliver(&l, &request, body);
             }
             // Lost cancellations and answers cannot be asked for again: the requests
-            // they were for time out, as they would without the bus.
-            Received::Lagged(_) | Received::Resync => {}
+            // they were for time out, as they would without the bus. A call between
+            // instances waiting here may have lost its reply: it fails now.
+            Received::Lagged(_) | Received::Resync => super::peers::lost(&l),
         }
     }
 }

@@ -32,6 +32,7 @@ pub(crate) mod link;
 mod mailboxes;
 mod memory;
 mod peers;
+mod serving;
 mod types;
 
 #[cfg(feature = "bus-contract")]
@@ -47,10 +48,13 @@ pub use fanout::{DEFAULT_BACKLOG, Fanout, Received, Subscription};
 pub use link::WhenDown;
 pub use mailboxes::Mailboxes;
 pub use memory::MemoryBus;
-pub use peers::{ACCEPT_WITHIN, MAX_PEER_CALLS, PeerError, PeerHandler, PeerRequest, Peers};
+pub use peers::{
+    ACCEPT_WITHIN, MAX_PEER_CALLS, MAX_PEER_CALLS_PER_PRINCIPAL, PeerError, PeerHandler,
+    PeerRequest, Peers, decode_outcome, encode_outcome,
+};
 pub use types::{
-    Address, BusError, BusState, Count, Event, InstanceId, MAX_INSTANCE_ID, MAX_KEY, MAX_MESSAGE,
-    Message, check_count,
+    Address, BusError, BusState, Count, Event, HOLDER, InstanceId, MAX_INSTANCE_ID, MAX_KEY,
+    MAX_MESSAGE, Message, check_count,
 };
 
 /// What the instances of a deployment share. Implementations: [`MemoryBus`] (one

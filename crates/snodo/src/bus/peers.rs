@@ -7,22 +7,29 @@
 //! holder names itself ([`Peers::me`]) in what it gives out, and whoever receives the
 //! next request calls it. The runtime knows nothing of what the topics mean.
 //!
-//! A call is bounded: at most [`MAX_PEER_CALLS`] wait at once on one instance, and as
-//! many are served; the holder says it took the call within [`ACCEPT_WITHIN`] (else the
-//! call fails: the instance is gone or does not listen) and answers within the call's
-//! own time; the bus going down ends the wait at once; dropping the future abandons it
-//! (and the instance serving it is told to stop).
+//! A call is bounded: at most [`MAX_PEER_CALLS`] wait at once on one instance (and
+//! [`MAX_PEER_CALLS_PER_PRINCIPAL`] for one principal), and as many are served; the
+//! holder says it took the call within [`ACCEPT_WITHIN`] and says so again while it
+//! works on it, so [`ACCEPT_WITHIN`] of silence at any point fails the call (the
+//! instance is gone, does not listen, or its bus is down); it answers within the
+//! call's own time; this instance's bus going down, or its mailbox losing messages,
+//! ends the wait at once; dropping the future abandons it, and the instance serving it
+//! is told to stop, best effort (the cancellation is dropped when the bus is down or
+//! too many are in flight; the served call then runs to its own bound).
+//!
+//! The bus is trusted: whoever can send on it can call any topic as any principal,
+//! cancel any served call and answer any waiting one. A service's checks (the
+//! principal a parked call was parked for) guard against front callers, not the bus.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
 
 use super::link::Link;
 use super::{Address, BusError, BusState, InstanceId, Message};
@@ -32,12 +39,13 @@ use crate::protocol::{ErrorCode, RpcError};
 /// Calls one instance waits on at once (beyond, [`PeerError::Busy`]); as many are
 /// served at once (beyond, the caller hears that the instance is busy).
 pub const MAX_PEER_CALLS: usize = 64;
-/// How long the called instance has to say it took a call.
+/// Calls one instance waits on at once for one principal (beyond,
+/// [`PeerError::Busy`]): one principal cannot take every slot. Calls for no principal
+/// count together.
+pub const MAX_PEER_CALLS_PER_PRINCIPAL: usize = 16;
+/// How long the called instance has to say it took a call, and the longest silence
+/// from it after that (it says it is still working twice as often).
 pub const ACCEPT_WITHIN: Duration = Duration::from_secs(5);
-
-/// How long past its caller's time a served call may run (the caller's cancellation
-/// normally ends it first).
-const GRACE: Duration = Duration::from_secs(1);
 
 /// What a service answers: a future of its result or error.
 pub type PeerHandler =
@@ -65,12 +73,20 @@ pub enum PeerError {
     /// The bus refused the call (unreachable, timed out, or a body too large to carry).
     #[error("{0}")]
     Bus(BusError),
-    /// [`MAX_PEER_CALLS`] calls are waiting already.
-    #[error("too many calls to other instances in flight (at most {MAX_PEER_CALLS})")]
+    /// [`MAX_PEER_CALLS`] calls are waiting already (or
+    /// [`MAX_PEER_CALLS_PER_PRINCIPAL`] for this principal).
+    #[error("too many calls to other instances in flight")]
     Busy,
-    /// The instance did not say it took the call within [`ACCEPT_WITHIN`].
-    #[error("instance {0} did not take the call within {1:?}: it has stopped or does not listen")]
+    /// The instance did not say it took the call, or went silent after that, for
+    /// [`ACCEPT_WITHIN`].
+    #[error(
+        "instance {0} went silent for {1:?}: it has stopped, does not listen or cannot reach the bus"
+    )]
     NoAnswer(InstanceId, Duration),
+    /// This instance's mailbox lost messages while the call waited: its reply may be
+    /// among them.
+    #[error("messages to this instance were lost on the bus while it waited for instance {0}")]
+    Lost(InstanceId),
     /// The instance took the call but did not answer within the call's time.
     #[error("instance {0} did not answer within {1:?}")]
     TimedOut(InstanceId, Duration),
@@ -91,25 +107,67 @@ impl From<PeerError> for RpcError {
 
 /// What a link keeps for calls: the calls waiting for replies and the services served.
 pub(crate) struct Table {
+    /// Random per link: a restarted instance (same id) never reuses an earlier run's
+    /// keys, so an old call's reply cannot reach a new call.
+    boot: String,
     next: AtomicU64,
     waiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
-    services: Mutex<HashMap<String, PeerHandler>>,
-    /// The calls served here, by their callers' keys: cancelled when the caller
-    /// abandons one.
-    running: Mutex<HashMap<String, CancellationToken>>,
+    /// Calls waiting, by principal id (`None`: no principal).
+    per_principal: Mutex<HashMap<Option<String>, usize>>,
+    pub(crate) services: Mutex<HashMap<String, PeerHandler>>,
+    /// The calls served here.
+    pub(crate) served: super::serving::Served,
     calls: Arc<Semaphore>,
-    serving: Arc<Semaphore>,
+    pub(crate) serving: Arc<Semaphore>,
 }
 
 impl Default for Table {
     fn default() -> Self {
         Self {
+            boot: InstanceId::random().as_str()[..16].to_owned(),
             next: AtomicU64::new(0),
             waiting: Mutex::default(),
+            per_principal: Mutex::default(),
             services: Mutex::default(),
-            running: Mutex::default(),
+            served: super::serving::Served::default(),
             calls: Arc::new(Semaphore::new(MAX_PEER_CALLS)),
             serving: Arc::new(Semaphore::new(MAX_PEER_CALLS)),
+        }
+    }
+}
+
+impl Table {
+    /// A new call's key: `{me}:{boot}:{n}` (`serving.rs` reads the caller back from it).
+    fn key(&self, me: &InstanceId) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{me}:{}:{n}", self.boot)
+    }
+}
+
+/// A principal's share of the calls waiting, given back when dropped.
+struct Share<'a>(&'a Table, Option<String>);
+
+impl<'a> Share<'a> {
+    fn take(table: &'a Table, who: Option<String>) -> Option<Self> {
+        let mut p = table.per_principal.lock().ok()?;
+        let n = p.entry(who.clone()).or_insert(0);
+        if *n >= MAX_PEER_CALLS_PER_PRINCIPAL {
+            return None;
+        }
+        *n += 1;
+        Some(Self(table, who))
+    }
+}
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.0.per_principal.lock() {
+            if let Some(n) = p.get_mut(&self.1) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    p.remove(&self.1);
+                }
+            }
         }
     }
 }
@@ -199,12 +257,32 @@ impl Peers {
         }
     }
 
+    /// Whether `topic` is served here.
+    #[must_use]
+    pub fn serves(&self, topic: &str) -> bool {
+        self.link
+            .peers
+            .services
+            .lock()
+            .is_ok_and(|s| s.contains_key(topic))
+    }
+
+    /// Stops serving `topic` (calls already running finish); later calls hear that
+    /// this instance serves no such topic.
+    pub fn unserve(&self, topic: &str) {
+        if let Ok(mut s) = self.link.peers.services.lock() {
+            s.remove(topic);
+        }
+    }
+
     /// Calls `topic` on instance `to` with `body`, for `principal`, waiting at most
     /// `within` for its answer.
     ///
     /// # Errors
     /// [`PeerError`]: the bus down, the body too large ([`MAX_MESSAGE`](super::MAX_MESSAGE)),
-    /// too many calls waiting, the instance silent or late, or the service's own error.
+    /// too many calls waiting (in all, or for `principal`), the instance silent for
+    /// [`ACCEPT_WITHIN`] (before or after it took the call) or late, this instance's
+    /// mailbox losing messages meanwhile, or the service's own error.
     pub async fn call(
         &self,
         to: &InstanceId,
@@ -218,14 +296,13 @@ impl Peers {
         if *state.borrow_and_update() == BusState::Down {
             return Err(PeerError::Down(to.clone()));
         }
+        let Some(_share) = Share::take(table, principal.map(|p| p.id().to_owned())) else {
+            return Err(PeerError::Busy);
+        };
         let Ok(_permit) = Arc::clone(&table.calls).try_acquire_owned() else {
             return Err(PeerError::Busy);
         };
-        let key = format!(
-            "{}:{}",
-            self.me(),
-            table.next.fetch_add(1, Ordering::Relaxed)
-        );
+        let key = table.key(self.me());
         let message = Message::Call {
             request: key.clone(),
             from: self.me().to_string(),
@@ -261,27 +338,31 @@ impl Peers {
                 }
             }
         }
-        let mut accepted = false;
+        // Each wait ends with the call's time or ACCEPT_WITHIN of silence, whichever
+        // comes first: the holder says it took the call, then that it still works on
+        // it, more often than that.
+        let mut heard = false;
         loop {
-            let limit = if accepted {
-                within
-            } else {
-                within.min(ACCEPT_WITHIN)
-            };
-            let left = limit.saturating_sub(started.elapsed());
+            let left = within.saturating_sub(started.elapsed());
+            let silence = left > ACCEPT_WITHIN || !heard;
             let body = tokio::select! {
                 () = &mut down => return Err(PeerError::Down(to.clone())),
-                r = tokio::time::timeout(left, rx.recv()) => match r {
+                r = tokio::time::timeout(left.min(ACCEPT_WITHIN), rx.recv()) => match r {
                     Ok(Some(body)) => body,
                     // The link is gone (the runtime with it).
                     Ok(None) => return Err(PeerError::Down(to.clone())),
-                    Err(_) if accepted => return Err(PeerError::TimedOut(to.clone(), within)),
-                    Err(_) => return Err(PeerError::NoAnswer(to.clone(), limit)),
+                    Err(_) if silence => {
+                        return Err(PeerError::NoAnswer(to.clone(), ACCEPT_WITHIN.min(within)));
+                    }
+                    Err(_) => return Err(PeerError::TimedOut(to.clone(), within)),
                 },
             };
             if body.get("accepted").is_some() {
-                accepted = true;
+                heard = true;
                 continue;
+            }
+            if body.get("lost").is_some() {
+                return Err(PeerError::Lost(to.clone()));
             }
             waiter.open = false;
             return outcome(body).map_err(PeerError::Remote);
@@ -289,34 +370,38 @@ impl Peers {
     }
 }
 
-/// A service's answer as a reply body.
-fn reply_body(r: Result<Value, RpcError>) -> Value {
+/// A result or error as it travels between instances: `{"result": …}` or
+/// `{"error": {"code", "message", "data"?}}` (a call's reply; a service's own bodies
+/// may use it too).
+#[must_use]
+pub fn encode_outcome(r: Result<Value, RpcError>) -> Value {
     match r {
         Ok(v) => json!({ "result": v }),
         Err(e) => json!({ "error": e.object() }),
     }
 }
 
-/// A reply body back as the service's answer.
-fn outcome(mut body: Value) -> Result<Value, RpcError> {
+/// [`encode_outcome`]'s body back; `None` when it is neither a result nor an error
+/// with a code and a message.
+#[must_use]
+pub fn decode_outcome(mut body: Value) -> Option<Result<Value, RpcError>> {
     if let Some(v) = body.get_mut("result") {
-        return Ok(v.take());
+        return Some(Ok(v.take()));
     }
-    let e = body.get("error").cloned().unwrap_or_default();
-    let code = e
-        .get("code")
-        .and_then(Value::as_i64)
-        .unwrap_or(ErrorCode::INTERNAL_ERROR.0);
-    let message = e
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("another instance failed the call")
-        .to_owned();
+    let e = body.get("error")?;
+    let code = e.get("code").and_then(Value::as_i64)?;
+    let message = e.get("message").and_then(Value::as_str)?.to_owned();
     let err = RpcError::new(ErrorCode(code), message);
-    Err(match e.get("data") {
+    Some(Err(match e.get("data").filter(|d| !d.is_null()) {
         Some(d) => err.with_data(d.clone()),
         None => err,
-    })
+    }))
+}
+
+/// A reply body back as the service's answer (one that is neither: an error).
+fn outcome(body: Value) -> Result<Value, RpcError> {
+    decode_outcome(body)
+        .unwrap_or_else(|| Err(RpcError::internal("another instance answered a call oddly")))
 }
 
 /// Delivers a reply to the call waiting for it (none: it was abandoned).
@@ -328,132 +413,71 @@ pub(crate) fn deliver(link: &Link, request: &str, body: Value) {
         .ok()
         .and_then(|w| w.get(request).cloned());
     if let Some(tx) = tx {
+        // A heartbeat takes no last slot: the answer always finds room.
+        if body.get("accepted").is_some() && tx.capacity() < 2 {
+            return;
+        }
         let _ = tx.try_send(body);
     }
 }
 
-/// A call another instance sent here: its fields, as [`Message::Call`] carries them.
-pub(crate) struct Incoming {
-    pub(crate) request: String,
-    pub(crate) from: String,
-    pub(crate) topic: String,
-    pub(crate) principal: Option<(String, Option<String>)>,
-    pub(crate) body: Value,
-    pub(crate) within_ms: u64,
-}
-
-/// Serves a call another instance sent here: says it took it, runs the service within
-/// the call's time (or until the link is gone) and sends its answer back.
-pub(crate) fn serve(link: &Arc<Link>, call: Incoming) {
-    let Ok(from) = InstanceId::new(&call.from) else {
-        return;
-    };
-    let handler = link
+/// This instance's mailbox lost messages: every call waiting here fails now, as its
+/// reply may have been lost (it would otherwise wait for [`ACCEPT_WITHIN`] of silence,
+/// or its time, when the holder still says it works on it).
+pub(crate) fn lost(link: &Link) {
+    let waiting: Vec<_> = link
         .peers
-        .services
+        .waiting
         .lock()
-        .ok()
-        .and_then(|s| s.get(&call.topic).cloned());
-    // A refusal is sent as forwards are (at most MAX_FORWARDS at once, dropped beyond):
-    // a flood of calls for nothing here queues no unbounded sends.
-    let refuse = |e: RpcError| {
-        let body = reply_body(Err(e));
-        let m = Message::Reply {
-            request: call.request.clone(),
-            body,
-        };
-        link.send_quietly(Address::Instance(from.clone()), m);
-    };
-    let Some(handler) = handler else {
-        refuse(RpcError::internal(format!(
-            "instance {} serves no {:?}",
-            link.me(),
-            call.topic
-        )));
-        return;
-    };
-    let Ok(permit) = Arc::clone(&link.peers.serving).try_acquire_owned() else {
-        refuse(RpcError::internal(format!("instance {} is busy", link.me())).retry_later());
-        return;
-    };
-    let bus = Arc::clone(link.bus());
-    let to = from.clone();
-    let reply = move |request: String, body: Value| {
-        let (bus, to) = (Arc::clone(&bus), to.clone());
-        async move {
-            let mut m = Message::Reply {
-                request: request.clone(),
-                body,
-            };
-            if m.encode_checked().is_err() {
-                let e = RpcError::internal("the answer is too large to carry on the bus");
-                m = Message::Reply {
-                    request,
-                    body: reply_body(Err(e)),
-                };
-            }
-            if let Err(e) = bus.send(Address::Instance(to), m).await {
-                tracing::warn!(target: "snodo::bus", error = %e, "could not send a reply to another instance");
-            }
-        }
-    };
-    let principal = call.principal.map(|(id, scope)| {
-        let p = Principal::new(id);
-        match scope {
-            Some(s) => p.with_scope(s),
-            None => p,
-        }
-    });
-    let request = PeerRequest {
-        from,
-        principal,
-        body: call.body,
-    };
-    let within = Duration::from_millis(call.within_ms);
-    let (gone, abandoned) = (link.gone(), CancellationToken::new());
-    let key = call.request;
-    if let Ok(mut r) = link.peers.running.lock() {
-        r.insert(key.clone(), abandoned.clone());
-    }
-    let link = Arc::downgrade(link);
-    tokio::spawn(async move {
-        let _permit = permit;
-        let _running = Running(link, key.clone());
-        reply(key.clone(), json!({"accepted": true})).await;
-        let answer = tokio::select! {
-            () = gone.cancelled() => Err(RpcError::internal("the instance is shutting down")),
-            // The caller gave up: nobody reads the answer.
-            () = abandoned.cancelled() => return,
-            // (A little past the caller's time, which ends first and cancels it.)
-            r = tokio::time::timeout(within.saturating_add(GRACE), handler(request)) => r.unwrap_or_else(|_| {
-                Err(RpcError::internal("the call ran out of time on the instance that served it"))
-            }),
-        };
-        reply(key, reply_body(answer)).await;
-    });
-}
-
-/// Removes a served call's entry when it ends.
-struct Running(Weak<Link>, String);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(link) = self.0.upgrade() {
-            if let Ok(mut r) = link.peers.running.lock() {
-                r.remove(&self.1);
-            }
-        }
+        .map(|w| w.values().cloned().collect())
+        .unwrap_or_default();
+    for tx in waiting {
+        let _ = tx.try_send(json!({"lost": true}));
     }
 }
 
-/// Cancels the call served here under `key`, which its caller abandoned; `false` when
-/// none runs.
-pub(crate) fn cancel(link: &Link, key: &str) -> bool {
-    let token = link
-        .peers
-        .running
-        .lock()
-        .ok()
-        .and_then(|mut r| r.remove(key));
-    token.map(|t| t.cancel()).is_some()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An instance restarted under the same id does not reuse its earlier run's keys
+    /// (an old call's reply would reach a new call).
+    #[test]
+    fn keys_differ_across_runs_of_one_instance() {
+        let me = InstanceId::new("gw-1").unwrap_or_else(|e| panic!("{e}"));
+        let (first, second) = (Table::default(), Table::default());
+        let (a, b) = (first.key(&me), second.key(&me));
+        assert_ne!(a, b);
+        assert!(a.starts_with("gw-1:") && a.ends_with(":0"), "{a}");
+        assert_ne!(first.key(&me), a, "and within a run");
+    }
+
+    #[test]
+    fn outcomes_travel_both_ways() {
+        let ok = Ok(json!({"action": "accept"}));
+        assert_eq!(decode_outcome(encode_outcome(ok.clone())), Some(ok));
+        let e = Err(RpcError::method_not_found("roots/list").with_data(json!({"x": 1})));
+        assert_eq!(decode_outcome(encode_outcome(e.clone())), Some(e));
+        assert_eq!(decode_outcome(json!({"error": "no"})), None);
+        assert_eq!(decode_outcome(Value::Null), None);
+    }
+
+    #[test]
+    fn a_principal_has_a_share_of_the_calls() {
+        let table = Table::default();
+        let shares: Vec<_> = (0..MAX_PEER_CALLS_PER_PRINCIPAL)
+            .filter_map(|_| Share::take(&table, Some("m".into())))
+            .collect();
+        assert_eq!(shares.len(), MAX_PEER_CALLS_PER_PRINCIPAL);
+        assert!(Share::take(&table, Some("m".into())).is_none());
+        assert!(
+            Share::take(&table, None).is_some(),
+            "another's share is its own"
+        );
+        drop(shares);
+        assert!(
+            Share::take(&table, Some("m".into())).is_some(),
+            "given back"
+        );
+    }
 }

@@ -10,6 +10,10 @@ use serde_json::Value;
 
 /// The longest [`InstanceId`], in bytes (a PostgreSQL or Redis channel name is built from it).
 pub const MAX_INSTANCE_ID: usize = 48;
+/// The separator between an id something on one instance gave out and the instance
+/// that holds it (`ID@INSTANCE`): a forwarded server request's id, a gateway's parked
+/// call's id. See [`InstanceId::holding`].
+pub const HOLDER: char = '@';
 /// The longest counter key, in bytes.
 pub const MAX_KEY: usize = 256;
 /// The largest encoded [`Message`], in bytes.
@@ -31,6 +35,21 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 pub struct InstanceId(Arc<str>);
 
 impl InstanceId {
+    /// An id that names its holder (`ID@INSTANCE`, [`HOLDER`]) split into its own part
+    /// and the instance; `None` when it names none (or no valid instance id).
+    ///
+    /// ```
+    /// use snodo::bus::InstanceId;
+    /// let (own, at) = InstanceId::holding("n.1@gw-2").expect("names one");
+    /// assert_eq!((own, at.as_str()), ("n.1", "gw-2"));
+    /// assert!(InstanceId::holding("n.1").is_none());
+    /// ```
+    #[must_use]
+    pub fn holding(id: &str) -> Option<(&str, Self)> {
+        let (own, instance) = id.rsplit_once(HOLDER)?;
+        Some((own, Self::new(instance).ok()?))
+    }
+
     /// An instance id from its text.
     ///
     /// # Errors
