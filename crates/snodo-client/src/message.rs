@@ -32,9 +32,7 @@ impl Incoming {
         let Value::Object(mut m) = v else {
             return None;
         };
-        let id = m
-            .remove("id")
-            .and_then(|i| serde_json::from_value::<RequestId>(i).ok());
+        let id = m.get("id").and_then(request_id);
         let params = m.remove("params").unwrap_or(Value::Null);
         if let Some(Value::String(method)) = m.remove("method") {
             return Some(match id {
@@ -53,6 +51,17 @@ impl Incoming {
             outcome: Err(rpc_error(&error)),
             id,
         })
+    }
+}
+
+/// A message's `id` as [`RequestId`]'s `Deserialize` reads it (an integer that fits
+/// an `i64`, or a string; anything else is none), read from the tree in place (that
+/// `Deserialize` is untagged: it would first copy the value into a buffer).
+pub(crate) fn request_id(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        Value::String(s) => Some(RequestId::String(s.as_str().into())),
+        _ => None,
     }
 }
 
@@ -223,6 +232,7 @@ pub(crate) fn response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Byt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize as _;
 
     #[test]
     fn sorts_messages() {
@@ -375,5 +385,29 @@ mod tests {
         );
         let b = request(&RequestId::Number(-3), "ping", &Map::new());
         assert_eq!(&b[..], br#"{"jsonrpc":"2.0","id":-3,"method":"ping"}"#);
+    }
+
+    #[test]
+    fn ids_are_read_as_their_deserialize_reads_them() {
+        for v in [
+            json!(0),
+            json!(-7),
+            json!(i64::MAX),
+            json!(u64::MAX),
+            json!(1.0),
+            json!(1.5),
+            json!("x\"y"),
+            json!(""),
+            json!(null),
+            json!(true),
+            json!([1]),
+            json!({"a": 1}),
+        ] {
+            assert_eq!(
+                request_id(&v),
+                RequestId::deserialize(&v).ok(),
+                "{v}"
+            );
+        }
     }
 }
