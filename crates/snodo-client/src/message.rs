@@ -361,7 +361,10 @@ mod tests {
                 "io.modelcontextprotocol/protocolVersion",
                 Borrowed::Str("2026-07-28"),
             ),
-            ("io.modelcontextprotocol/clientCapabilities", Borrowed::Raw(&caps)),
+            (
+                "io.modelcontextprotocol/clientCapabilities",
+                Borrowed::Raw(&caps),
+            ),
             ("progressToken", Borrowed::Json(&token)),
         ];
         let b = request_with(
@@ -403,11 +406,7 @@ mod tests {
             json!([1]),
             json!({"a": 1}),
         ] {
-            assert_eq!(
-                request_id(&v),
-                RequestId::deserialize(&v).ok(),
-                "{v}"
-            );
+            assert_eq!(request_id(&v), RequestId::deserialize(&v).ok(), "{v}");
         }
     }
 }
