@@ -2,8 +2,6 @@
 //! arrives.
 
 use bytes::Bytes;
-use serde::Serialize;
-use serde::ser::{SerializeMap as _, Serializer};
 use serde_json::{Map, Value, json};
 use snodo::RpcError;
 use snodo::protocol::RequestId;
@@ -34,9 +32,7 @@ impl Incoming {
         let Value::Object(mut m) = v else {
             return None;
         };
-        let id = m
-            .remove("id")
-            .and_then(|i| serde_json::from_value::<RequestId>(i).ok());
+        let id = m.get("id").and_then(request_id);
         let params = m.remove("params").unwrap_or(Value::Null);
         if let Some(Value::String(method)) = m.remove("method") {
             return Some(match id {
@@ -58,6 +54,17 @@ impl Incoming {
     }
 }
 
+/// A message's `id` as [`RequestId`]'s `Deserialize` reads it (an integer that fits
+/// an `i64`, or a string; anything else is none), read from the tree in place (that
+/// `Deserialize` is untagged: it would first copy the value into a buffer).
+pub(crate) fn request_id(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        Value::String(s) => Some(RequestId::String(s.as_str().into())),
+        _ => None,
+    }
+}
+
 /// Serialises a request.
 pub(crate) fn request(id: &RequestId, method: &str, params: &Map<String, Value>) -> Bytes {
     request_with(id, method, Params { params, added: &[] })
@@ -72,22 +79,23 @@ pub(crate) enum Borrowed<'a> {
     Raw(&'a serde_json::value::RawValue),
 }
 
-impl Serialize for Borrowed<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Borrowed<'_> {
+    fn write(&self, out: &mut Vec<u8>) {
         match self {
-            Self::Str(v) => s.serialize_str(v),
-            Self::Json(v) => v.serialize(s),
-            Self::Raw(v) => v.serialize(s),
+            Self::Str(v) => push_json(out, v),
+            Self::Json(v) => push_json(out, v),
+            Self::Raw(v) => out.extend_from_slice(v.get().as_bytes()),
         }
     }
 }
 
 /// A request's `params`, written from the caller's map without copying it: its own
 /// `_meta` (when an object) with `added` over it, the other members as they are. An
-/// empty `_meta` is left out, as are empty `params`.
+/// empty `_meta` is left out, as are empty `params`. The keys of `added` are this
+/// crate's constants, written as they are (they hold nothing JSON escapes).
 pub(crate) struct Params<'a> {
     pub(crate) params: &'a Map<String, Value>,
-    pub(crate) added: &'a [(&'a str, Borrowed<'a>)],
+    pub(crate) added: &'a [(&'static str, Borrowed<'a>)],
 }
 
 impl<'a> Params<'a> {
@@ -106,60 +114,93 @@ impl<'a> Params<'a> {
         let own = self.params.len() - usize::from(self.params.contains_key("_meta"));
         own == 0 && !self.has_meta()
     }
-}
 
-impl Serialize for Params<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
+    /// Writes the params object: the caller's members but `_meta` in their order, then
+    /// `_meta` (the caller's members that `added` does not name, then `added`).
+    fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        let mut first = true;
         for (k, v) in self.params {
             if k != "_meta" {
-                m.serialize_entry(k, v)?;
+                member(out, &mut first, k);
+                push_json(out, v);
             }
         }
-        if self.has_meta() {
-            m.serialize_entry("_meta", &Meta(self))?;
+        if !self.has_meta() {
+            out.push(b'}');
+            return;
         }
-        m.end()
-    }
-}
-
-struct Meta<'p, 'a>(&'p Params<'a>);
-
-impl Serialize for Meta<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let added = self.0.added;
-        let mut m = s.serialize_map(None)?;
-        for (k, v) in self.0.base().into_iter().flatten() {
+        member_static(out, &mut first, "_meta");
+        out.push(b'{');
+        let mut first = true;
+        let added = self.added;
+        for (k, v) in self.base().into_iter().flatten() {
             if !added.iter().any(|(a, _)| a == k) {
-                m.serialize_entry(k, v)?;
+                member(out, &mut first, k);
+                push_json(out, v);
             }
         }
         for (k, v) in added {
-            m.serialize_entry(k, v)?;
+            member_static(out, &mut first, k);
+            v.write(out);
         }
-        m.end()
+        out.extend_from_slice(b"}}");
     }
 }
 
-#[derive(Serialize)]
-struct Request<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Params::is_empty")]
-    params: Params<'a>,
+/// Appends `value` as JSON text (a map of strings and JSON values cannot fail).
+fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
-/// Serialises a request whose `_meta` gets `added` (see [`Params`]).
+/// Starts an object member: the separator, then `"key":` escaped as needed.
+fn member(out: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    push_json(out, key);
+    out.push(b':');
+}
+
+/// Starts an object member whose key is a constant of this crate (nothing to escape).
+fn member_static(out: &mut Vec<u8>, first: &mut bool, key: &'static str) {
+    debug_assert!(
+        key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'),
+        "{key}"
+    );
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// Writes a request whose `_meta` gets `added` (see [`Params`]) straight into its
+/// bytes: `{"jsonrpc":"2.0","id":…,"method":…,"params":{…}}`, members in that order.
 pub(crate) fn request_with(id: &RequestId, method: &str, params: Params<'_>) -> Bytes {
-    let r = Request {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    };
-    // Serialising maps of strings and JSON values cannot fail.
-    Bytes::from(serde_json::to_vec(&r).unwrap_or_default())
+    let raw: usize = params
+        .added
+        .iter()
+        .map(|(k, v)| {
+            k.len()
+                + match v {
+                    Borrowed::Raw(r) => r.get().len(),
+                    _ => 16,
+                }
+        })
+        .sum();
+    let mut out = Vec::with_capacity(192 + raw);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    push_json(&mut out, id);
+    out.extend_from_slice(b",\"method\":");
+    push_json(&mut out, method);
+    if !params.is_empty() {
+        out.extend_from_slice(b",\"params\":");
+        params.write(&mut out);
+    }
+    out.push(b'}');
+    Bytes::from(out)
 }
 
 /// Serialises a notification.
@@ -191,6 +232,7 @@ pub(crate) fn response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Byt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize as _;
 
     #[test]
     fn sorts_messages() {
@@ -299,5 +341,72 @@ mod tests {
             v["params"],
             json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
         );
+    }
+
+    #[test]
+    fn requests_are_written_byte_for_byte_as_before() {
+        // The text the serde writer made: members in this order, params sorted with
+        // `_meta` last, the caller's `_meta` members before the added ones.
+        let Value::Object(p) = json!({
+            "name": "e\"cho",
+            "arguments": {"text": "h\ni", "b": [1, 2.5, null]},
+            "_meta": {"mine": 1, "progressToken": "old", "z\u{1}": true},
+        }) else {
+            unreachable!()
+        };
+        let caps = serde_json::value::to_raw_value(&json!({"roots": {}})).unwrap_or_default();
+        let token = json!("p7");
+        let added = [
+            (
+                "io.modelcontextprotocol/protocolVersion",
+                Borrowed::Str("2026-07-28"),
+            ),
+            (
+                "io.modelcontextprotocol/clientCapabilities",
+                Borrowed::Raw(&caps),
+            ),
+            ("progressToken", Borrowed::Json(&token)),
+        ];
+        let b = request_with(
+            &RequestId::String("a\"b".into()),
+            "tools/call",
+            Params {
+                params: &p,
+                added: &added,
+            },
+        );
+        assert_eq!(
+            std::str::from_utf8(&b).unwrap(),
+            concat!(
+                r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"#,
+                r#""arguments":{"b":[1,2.5,null],"text":"h\ni"},"name":"e\"cho","_meta":{"#,
+                r#""mine":1,"z\u0001":true,"#,
+                r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+                r#""io.modelcontextprotocol/clientCapabilities":{"roots":{}},"#,
+                r#""progressToken":"p7"}}}"#
+            )
+        );
+        let b = request(&RequestId::Number(-3), "ping", &Map::new());
+        assert_eq!(&b[..], br#"{"jsonrpc":"2.0","id":-3,"method":"ping"}"#);
+    }
+
+    #[test]
+    fn ids_are_read_as_their_deserialize_reads_them() {
+        for v in [
+            json!(0),
+            json!(-7),
+            json!(i64::MAX),
+            json!(u64::MAX),
+            json!(1.0),
+            json!(1.5),
+            json!("x\"y"),
+            json!(""),
+            json!(null),
+            json!(true),
+            json!([1]),
+            json!({"a": 1}),
+        ] {
+            assert_eq!(request_id(&v), RequestId::deserialize(&v).ok(), "{v}");
+        }
     }
 }

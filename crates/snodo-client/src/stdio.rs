@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 use snodo::protocol::RequestId;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
@@ -380,9 +379,14 @@ enum Line {
 
 /// Parses a line straight from its bytes; only a line that does not parse so is read
 /// as (lossy) text, trimmed, and parsed again — what is accepted stays the same.
+///
+/// The line is checked as UTF-8 once, whole, and parsed as text: parsed from bytes,
+/// each string in it would be checked on its own (a call per string).
 fn parse_line(buf: &[u8]) -> Line {
-    if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(buf) {
-        return Line::Message(v);
+    if let Ok(text) = std::str::from_utf8(buf) {
+        if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+            return Line::Message(v);
+        }
     }
     let text = String::from_utf8_lossy(buf);
     let text = text.trim();
@@ -399,7 +403,7 @@ fn route(routes: &Mutex<Routes>, v: &Value) -> Option<mpsc::Sender<Item>> {
     let method = v.get("method");
     if method.is_none() {
         // Read from the tree in place (no copy of the id).
-        let id = RequestId::deserialize(v.get("id")?).ok()?;
+        let id = crate::message::request_id(v.get("id")?)?;
         return routes.lock().ok()?.remove(&id);
     }
     if method.and_then(Value::as_str) == Some("notifications/progress") {

@@ -257,7 +257,12 @@ async fn forward_stderr(
         dropped: 0,
     };
     let mut emit = |line: &[u8], cut: bool| {
-        let text = String::from_utf8_lossy(line);
+        // Most lines are UTF-8: checked by the fast validation (a lossy read walks the
+        // line in chunks, several times the cost), read lossily only when that fails.
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let text = text.trim_end();
         if text.is_empty() {
             return;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use snodo::tasks::TaskSupport;
 use snodo::{
-    Annotations, CompletionRequest, HandlerError, Prompt, PromptArgument, PromptArguments,
+    Annotations, CompletionRequest, Content, HandlerError, Prompt, PromptArgument, PromptArguments,
     PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceTemplate,
     RpcError, Tool, ToolResult,
 };
@@ -145,7 +145,7 @@ impl Forward {
             self.send("tools/call", p, &ctx).await?
         };
         self.map_content(r.get_mut("content"));
-        serde_json::from_value(r).map_err(|e| self.unreadable("tool result", &e))
+        tool_result(r).map_err(|e| self.unreadable("tool result", &e))
     }
 
     async fn get_prompt(
@@ -215,6 +215,68 @@ impl Forward {
             })
             .unwrap_or_default())
     }
+}
+
+/// A backend's tool result as [`ToolResult`]: what `serde_json::from_value` makes of
+/// it, built by moving the texts of plain text blocks out of the tree when the result
+/// is only such blocks (with `isError: false` or none, a non-empty `_meta` or none):
+/// the derived reader of the tagged `Content` copies each block into a buffer first.
+/// Any other result goes through `from_value`, as do blocks with annotations.
+fn tool_result(r: Value) -> Result<ToolResult, serde_json::Error> {
+    if !plain(&r) {
+        return serde_json::from_value(r);
+    }
+    let Value::Object(mut m) = r else {
+        return serde_json::from_value(r);
+    };
+    let mut result = ToolResult::default();
+    if let Some(Value::Array(blocks)) = m.remove("content") {
+        for block in blocks {
+            result = result.with_content(match block {
+                Value::Object(mut b) if !b.contains_key("annotations") => match b.remove("text") {
+                    Some(Value::String(text)) => Content::text(text),
+                    other => {
+                        if let Some(t) = other {
+                            b.insert("text".into(), t);
+                        }
+                        serde_json::from_value(Value::Object(b))?
+                    }
+                },
+                other => serde_json::from_value(other)?,
+            });
+        }
+    }
+    if let Some(Value::Object(meta)) = m.remove("_meta") {
+        for (k, v) in meta {
+            result = result.with_meta(k, v);
+        }
+    }
+    Ok(result)
+}
+
+/// Whether [`tool_result`] may build `r` itself: an object whose `content` (if any) is
+/// an array of `"type": "text"` blocks with a string `text`, whose `isError` (if any)
+/// is `false`, whose `_meta` (if any) is a non-empty object, without
+/// `structuredContent`. Other members are ignored, as `from_value` ignores them.
+fn plain(r: &Value) -> bool {
+    let Value::Object(m) = r else {
+        return false;
+    };
+    let blocks = match m.get("content") {
+        None => true,
+        Some(Value::Array(blocks)) => blocks.iter().all(|b| {
+            str_of(b, "type") == Some("text") && b.get("text").is_some_and(Value::is_string)
+        }),
+        Some(_) => false,
+    };
+    blocks
+        && matches!(m.get("isError"), None | Some(Value::Bool(false)))
+        && !m.contains_key("structuredContent")
+        && match m.get("_meta") {
+            None => true,
+            Some(Value::Object(meta)) => !meta.is_empty(),
+            Some(_) => false,
+        }
 }
 
 /// Whether a backend tool definition declares task support (2025-11-25
@@ -421,4 +483,50 @@ pub(crate) fn items(fwd: &Arc<Forward>, listing: &Listing) -> Vec<Item> {
     out.extend(listing.resources.iter().filter_map(|d| resource(fwd, d)));
     out.extend(listing.templates.iter().filter_map(|d| template(fwd, d)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_are_read_as_from_value_reads_them() {
+        let cases = [
+            json!({}),
+            json!({"content": []}),
+            json!({"content": [{"type": "text", "text": "hi"}], "isError": false}),
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b", "x": 1}],
+                   "resultType": "complete",
+                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}, "k": [1]}}),
+            json!({"content": [{"type": "text", "text": "a", "annotations": {"priority": 0.5}}]}),
+            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+            json!({"content": [{"type": "text", "text": "e"}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "s"}], "structuredContent": {"a": 1}}),
+            json!({"content": [{"type": "text", "text": "s"}], "structuredContent": null}),
+            json!({"content": [{"type": "text", "text": "m"}], "_meta": {}}),
+            json!({"content": [{"type": "text", "text": "m"}], "_meta": null}),
+            // Unreadable: the same error either way.
+            json!({"content": [{"type": "text", "text": 3}]}),
+            json!({"content": [{"type": "text"}]}),
+            json!({"content": {"type": "text", "text": "x"}}),
+            json!({"content": null}),
+            json!({"content": [], "isError": "no"}),
+            json!({"content": [], "_meta": 1}),
+            json!([1]),
+            json!("text"),
+        ];
+        for v in cases {
+            let ours = tool_result(v.clone()).map_err(|e| e.to_string());
+            let theirs = serde_json::from_value::<ToolResult>(v.clone()).map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{v}");
+        }
+        // The fast path is taken for the usual result (and reads it whole).
+        let usual = json!({"content": [{"type": "text", "text": "a"}],
+                           "_meta": {"k": 1}, "resultType": "complete"});
+        assert!(plain(&usual));
+        assert_eq!(
+            tool_result(usual).ok(),
+            Some(ToolResult::text("a").with_meta("k", json!(1)))
+        );
+    }
 }

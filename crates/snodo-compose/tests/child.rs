@@ -342,6 +342,10 @@ async fn a_flooding_stderr_is_forwarded_capped_with_the_backend_name() {
         noise[0]
     );
     assert!(text.contains("lines dropped"), "no drop count in the log");
+    assert!(
+        text.contains("bad \u{FFFD} utf8"),
+        "a line that is not UTF-8 is not forwarded lossily"
+    );
     let long = text
         .lines()
         .find(|l| l.contains("xxxx"))

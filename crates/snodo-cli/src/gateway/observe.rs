@@ -9,7 +9,7 @@
 //! | `snodo_backend_up` | gauge | `backend` (1 up, 0 not) |
 //! | `snodo_backend_outages_total` | counter | `backend` |
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -95,11 +95,83 @@ impl Series {
     }
 }
 
+/// The `method` label values, in the order of [`Cells`]' rows.
+const METHODS: [&str; 5] = [
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "completion/complete",
+    "other",
+];
+
+/// The `outcome` label values, in the order of [`Cells`]' columns.
+const OUTCOMES: [&str; 6] = [
+    "ok",
+    "tool_error",
+    "error",
+    "down",
+    "input_required",
+    "cancelled",
+];
+
+/// One backend's series, resolved in its families the first time each is used: a
+/// request then counts without building, hashing or cloning labels (a family's entry
+/// and the handle kept here share one value). Resolved lazily, so a series appears in
+/// `/metrics` only once something happened on it, as before.
+struct Cells {
+    requests: [[OnceLock<Counter>; OUTCOMES.len()]; METHODS.len()],
+    duration: [OnceLock<Histogram>; METHODS.len()],
+}
+
+impl Cells {
+    fn new() -> Self {
+        Self {
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| OnceLock::new())),
+            duration: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// Counts one request of `method` (a row of [`METHODS`]) that ended as `outcome`
+    /// (a column of [`OUTCOMES`]) and took `seconds`.
+    fn record(&self, of: &Observed, method: usize, outcome: usize, seconds: f64) {
+        let (Some(row), Some(duration)) = (self.requests.get(method), self.duration.get(method))
+        else {
+            return;
+        };
+        let Some(cell) = row.get(outcome) else {
+            return;
+        };
+        cell.get_or_init(|| {
+            of.series
+                .requests
+                .get_or_create(&CallLabels {
+                    backend: Arc::clone(&of.backend),
+                    method: METHODS[method],
+                    outcome: OUTCOMES[outcome],
+                })
+                .clone()
+        })
+        .inc();
+        duration
+            .get_or_init(|| {
+                of.series
+                    .duration
+                    .get_or_create(&MethodLabels {
+                        backend: Arc::clone(&of.backend),
+                        method: METHODS[method],
+                    })
+                    .clone()
+            })
+            .observe(seconds);
+    }
+}
+
 /// A backend source whose requests are logged and counted under its name.
 pub(crate) struct Observed {
     inner: McpSource,
     backend: Arc<str>,
     series: Series,
+    cells: Cells,
 }
 
 impl Observed {
@@ -108,6 +180,7 @@ impl Observed {
             inner,
             backend,
             series,
+            cells: Cells::new(),
         }
     }
 }
@@ -131,55 +204,51 @@ fn target(params: &Value) -> String {
     name[..end].to_owned()
 }
 
-fn method_label(method: &str) -> &'static str {
-    match method {
-        "tools/call" => "tools/call",
-        "prompts/get" => "prompts/get",
-        "resources/read" => "resources/read",
-        "completion/complete" => "completion/complete",
-        _ => "other",
-    }
+/// The row of [`METHODS`] that labels `method`.
+fn method_label(method: &str) -> usize {
+    METHODS[..METHODS.len() - 1]
+        .iter()
+        .position(|m| *m == method)
+        .unwrap_or(METHODS.len() - 1)
 }
+
+/// The columns of [`OUTCOMES`].
+const OK: usize = 0;
+const TOOL_ERROR: usize = 1;
+const ERROR: usize = 2;
+const DOWN: usize = 3;
+const INPUT_REQUIRED: usize = 4;
+const CANCELLED: usize = 5;
 
 /// One forwarded request: recorded when it ends, or as `cancelled` when its front
 /// request is abandoned before (the future is dropped).
 struct Call<'a> {
     of: &'a Observed,
-    method: &'static str,
+    /// A row of [`METHODS`].
+    method: usize,
     name: String,
     started: Instant,
-    outcome: &'static str,
+    /// A column of [`OUTCOMES`].
+    outcome: usize,
     code: Option<i64>,
 }
 
 impl Drop for Call<'_> {
     fn drop(&mut self) {
         let elapsed = self.started.elapsed();
-        let backend = &self.of.backend;
         tracing::info!(
             target: "snodo::backend",
             message = "backend request",
-            backend = &**backend,
-            method = self.method,
+            backend = &*self.of.backend,
+            method = METHODS[self.method],
             name = self.name.as_str(),
-            outcome = self.outcome,
+            outcome = OUTCOMES[self.outcome],
             code = self.code,
             duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
         );
-        let s = &self.of.series;
-        s.requests
-            .get_or_create(&CallLabels {
-                backend: Arc::clone(backend),
-                method: self.method,
-                outcome: self.outcome,
-            })
-            .inc();
-        s.duration
-            .get_or_create(&MethodLabels {
-                backend: Arc::clone(backend),
-                method: self.method,
-            })
-            .observe(elapsed.as_secs_f64());
+        self.of
+            .cells
+            .record(self.of, self.method, self.outcome, elapsed.as_secs_f64());
     }
 }
 
@@ -197,18 +266,18 @@ impl Observed {
             method: method_label(method),
             name,
             started: Instant::now(),
-            outcome: "cancelled",
+            outcome: CANCELLED,
             code: None,
         };
         let r = request.await;
         (call.outcome, call.code) = match &r {
-            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
-            Ok(_) => ("ok", None),
+            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => (TOOL_ERROR, None),
+            Ok(_) => (OK, None),
             // The front request was cancelled and the backend request abandoned.
-            Err(_) if ctx.is_cancelled() => ("cancelled", None),
-            Err(SourceError::Rpc(e)) => ("error", Some(e.code().0)),
-            Err(SourceError::Down(_)) => ("down", None),
-            Err(SourceError::InputRequired(_)) => ("input_required", None),
+            Err(_) if ctx.is_cancelled() => (CANCELLED, None),
+            Err(SourceError::Rpc(e)) => (ERROR, Some(e.code().0)),
+            Err(SourceError::Down(_)) => (DOWN, None),
+            Err(SourceError::InputRequired(_)) => (INPUT_REQUIRED, None),
         };
         r
     }

@@ -35,6 +35,9 @@ if mode == "grandchild":
 
 if mode == "stderr":
     err = sys.stderr
+    # A line that is not UTF-8: forwarded lossily (U+FFFD for the bad byte).
+    err.buffer.write(b"bad \xff utf8\n")
+    err.buffer.flush()
     err.write("x" * 10240 + "\n")
     for i in range(100000):
         err.write(f"noise {i}\n")

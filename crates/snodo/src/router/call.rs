@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{Call, ResultObject, Router, Stop};
-use crate::model::ToolResult;
+use crate::model::{Content, ToolResult};
 use crate::protocol::method_params::tool_arguments;
 use crate::protocol::{Dialect, RpcError, StructuredOutput};
 use crate::runtime::authz::Component;
@@ -107,8 +107,11 @@ pub(crate) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObjec
         )));
     }
     let failed = |_| RpcError::internal("Tool result could not be serialised");
-    // A `_meta` of the handler's own gets the server info added by `finish`: keep it a tree.
-    if !dialect.reshapes_tool_results() && !result.has_meta() {
+    // A `_meta` of the handler's own gets the server info added by `finish` (a dialect
+    // with the result envelope): keep it a tree then. Otherwise the result is written
+    // straight from its fields (a gateway's backend results carry the backend's `_meta`)
+    // unless the dialect changes something in it.
+    if !reshapes(dialect, &result) && (!result.has_meta() || !dialect.has_result_envelope()) {
         return Ok(ResultObject::tool(result));
     }
     let Value::Object(mut out) = serde_json::to_value(&result).map_err(failed)? else {
@@ -116,4 +119,84 @@ pub(crate) fn shape(dialect: &Dialect, result: ToolResult) -> Result<ResultObjec
     };
     dialect.shape_tool_result(&mut out);
     Ok(out.into())
+}
+
+/// Whether [`Dialect::shape_tool_result`] would change `result`: structured content
+/// the dialect lacks, or a content block other than plain text (a text block without
+/// annotations has nothing any revision removes or rewrites).
+fn reshapes(dialect: &Dialect, result: &ToolResult) -> bool {
+    if !dialect.reshapes_tool_results() {
+        return false;
+    }
+    (dialect.structured_output() == StructuredOutput::Absent
+        && result.structured_content().is_some())
+        || (dialect.reshapes_content()
+            && !result.content().iter().all(|b| {
+                matches!(
+                    b,
+                    Content::Text {
+                        annotations: None,
+                        ..
+                    }
+                )
+            }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::Annotations;
+    use crate::protocol::ALL;
+
+    /// The result as the dialect's client reads it: through the tree and its reshaping
+    /// (what `shape` did for every result a dialect might reshape), or as `shape` wrote it.
+    fn through_tree(dialect: &Dialect, result: &ToolResult) -> Value {
+        let Ok(Value::Object(mut out)) = serde_json::to_value(result) else {
+            panic!("a tool result serialises to an object");
+        };
+        dialect.shape_tool_result(&mut out);
+        Value::Object(out)
+    }
+
+    #[test]
+    fn results_written_without_the_tree_are_what_the_tree_gives() {
+        let annotated = Content::text("a").with_annotations(Annotations {
+            priority: Some(0.5),
+            ..Annotations::default()
+        });
+        let results = [
+            ToolResult::text("plain"),
+            ToolResult::text("with meta").with_meta("k", json!({"x": 1})),
+            ToolResult::error("failed").with_meta("k", json!(1)),
+            ToolResult::structured(json!({"a": 1})),
+            ToolResult::text("x").with_content(annotated),
+            ToolResult::text("x").with_content(Content::resource_link("file:///a", "a")),
+            ToolResult::new(vec![Content::image(b"png", "image/png")]),
+        ];
+        let mut direct = 0;
+        for dialect in ALL {
+            for result in &results {
+                let Ok(shaped) = shape(dialect, result.clone()) else {
+                    continue;
+                };
+                let written: Value = serde_json::from_str(&shaped.to_json()).unwrap_or_default();
+                assert_eq!(
+                    written,
+                    through_tree(dialect, result),
+                    "{} {result:?}",
+                    dialect.version()
+                );
+                direct += usize::from(shaped.fields.is_empty());
+            }
+        }
+        // The direct path is taken where nothing is reshaped (e.g. plain text, with a
+        // `_meta`, for 2025-06-18), not only where the dialect reshapes nothing.
+        let plain_meta = shape(&crate::protocol::V2025_06_18, results[1].clone());
+        assert!(plain_meta.is_ok_and(|r| r.fields.is_empty()));
+        let link = shape(&crate::protocol::V2025_03_26, results[5].clone());
+        assert!(link.is_ok_and(|r| !r.fields.is_empty()));
+        assert!(direct > 0);
+    }
 }
