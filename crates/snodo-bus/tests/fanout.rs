@@ -77,16 +77,13 @@ async fn postgres_fan_out() {
     let Some(url) = support::url("SNODO_TEST_PG_URL") else {
         return;
     };
-    let namespace = support::namespace("pgfan");
-    let connect = || async {
-        let options = PgBusOptions {
-            namespace: namespace.clone(),
-            backlog: BACKLOG,
-            ..PgBusOptions::default()
-        };
-        support::pg_bus(&url, options).await
+    let options = PgBusOptions {
+        namespace: support::namespace("pgfan"),
+        backlog: BACKLOG,
+        ..PgBusOptions::default()
     };
-    fan_out("postgres", connect().await, connect().await).await;
+    let (a, b) = support::pg_pair(&url, options).await;
+    fan_out("postgres", a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,14 +91,11 @@ async fn redis_fan_out() {
     let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
         return;
     };
-    let namespace = support::namespace("redisfan");
-    let connect = || async {
-        let options = RedisBusOptions {
-            namespace: namespace.clone(),
-            backlog: BACKLOG,
-            ..RedisBusOptions::default()
-        };
-        support::redis_bus(&url, options).await
+    let options = RedisBusOptions {
+        namespace: support::namespace("redisfan"),
+        backlog: BACKLOG,
+        ..RedisBusOptions::default()
     };
-    fan_out("redis", connect().await, connect().await).await;
+    let (a, b) = support::redis_pair(&url, options).await;
+    fan_out("redis", a, b).await;
 }

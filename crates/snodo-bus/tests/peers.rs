@@ -259,15 +259,12 @@ async fn calls_between_instances_on_postgres() {
     let Some(url) = support::url("SNODO_TEST_PG_URL") else {
         return;
     };
-    let namespace = support::namespace("peers");
-    let connect = || async {
-        let options = PgBusOptions {
-            namespace: namespace.clone(),
-            ..PgBusOptions::default()
-        };
-        support::pg_bus(&url, options).await
+    let options = PgBusOptions {
+        namespace: support::namespace("peers"),
+        ..PgBusOptions::default()
     };
-    scenarios(connect().await, connect().await).await;
+    let (a, b) = support::pg_pair(&url, options).await;
+    scenarios(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,15 +272,12 @@ async fn calls_between_instances_on_redis() {
     let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
         return;
     };
-    let namespace = support::namespace("peers");
-    let connect = || async {
-        let options = RedisBusOptions {
-            namespace: namespace.clone(),
-            ..RedisBusOptions::default()
-        };
-        support::redis_bus(&url, options).await
+    let options = RedisBusOptions {
+        namespace: support::namespace("peers"),
+        ..RedisBusOptions::default()
     };
-    scenarios(connect().await, connect().await).await;
+    let (a, b) = support::redis_pair(&url, options).await;
+    scenarios(a, b).await;
 }
 
 /// A bus handle that can be silenced: its sends are dropped (and said to succeed), as

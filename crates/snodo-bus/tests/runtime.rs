@@ -364,15 +364,12 @@ async fn two_instances_on_postgres() {
     let Some(url) = support::url("SNODO_TEST_PG_URL") else {
         return;
     };
-    let namespace = support::namespace("rt");
-    let connect = || async {
-        let options = PgBusOptions {
-            namespace: namespace.clone(),
-            ..PgBusOptions::default()
-        };
-        support::pg_bus(&url, options).await
+    let options = PgBusOptions {
+        namespace: support::namespace("rt"),
+        ..PgBusOptions::default()
     };
-    scenarios(connect().await, connect().await).await;
+    let (a, b) = support::pg_pair(&url, options).await;
+    scenarios(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -380,15 +377,12 @@ async fn two_instances_on_redis() {
     let Some(url) = support::url("SNODO_TEST_REDIS_URL") else {
         return;
     };
-    let namespace = support::namespace("rt");
-    let connect = || async {
-        let options = RedisBusOptions {
-            namespace: namespace.clone(),
-            ..RedisBusOptions::default()
-        };
-        support::redis_bus(&url, options).await
+    let options = RedisBusOptions {
+        namespace: support::namespace("rt"),
+        ..RedisBusOptions::default()
     };
-    scenarios(connect().await, connect().await).await;
+    let (a, b) = support::redis_pair(&url, options).await;
+    scenarios(a, b).await;
 }
 
 /// Waits until `bus` reports `want` (at most 10 s).

@@ -350,6 +350,26 @@ pub async fn pg_bus(url: &str, options: snodo_bus::PgBusOptions) -> Arc<dyn Bus>
     }
 }
 
+/// Two PostgreSQL bus handles on `url` with `options` (two instances of one deployment
+/// when they share its namespace), or the test fails.
+pub async fn pg_pair(url: &str, options: snodo_bus::PgBusOptions) -> (Arc<dyn Bus>, Arc<dyn Bus>) {
+    (
+        pg_bus(url, options.clone()).await,
+        pg_bus(url, options).await,
+    )
+}
+
+/// Two Redis bus handles on `url` with `options`, or the test fails.
+pub async fn redis_pair(
+    url: &str,
+    options: snodo_bus::RedisBusOptions,
+) -> (Arc<dyn Bus>, Arc<dyn Bus>) {
+    (
+        redis_bus(url, options.clone()).await,
+        redis_bus(url, options).await,
+    )
+}
+
 /// A Redis bus on `url` with `options`, or the test fails.
 pub async fn redis_bus(url: &str, options: snodo_bus::RedisBusOptions) -> Arc<dyn Bus> {
     match snodo_bus::RedisBus::connect(url, options).await {
