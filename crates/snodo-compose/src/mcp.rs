@@ -343,6 +343,24 @@ impl McpSource {
     /// (started again, failing the calls in flight on it), the error saying why the
     /// child exited when it did; anything else (an HTTP status, a timeout, an
     /// unexpected answer, a refused authorization) fails this call alone.
+    /// What a relayed call that stopped without a result answers the front. A failure
+    /// of `held` (the connection the call held on this instance, if any) is reported
+    /// to the pool; any other (a connection started again since, or the holder's on
+    /// another instance) only names the backend. A cancelled call's connection is fine:
+    /// the backend request was abandoned.
+    async fn stopped(&self, held: Option<&Lease>, stop: relay::Stop) -> SourceError {
+        match (stop, held) {
+            (relay::Stop::Source(e), _) => e,
+            (relay::Stop::Cancelled, _) => {
+                SourceError::Rpc(snodo::RpcError::internal("the request was cancelled"))
+            }
+            (relay::Stop::Client(e), Some(lease)) => self.fail(lease, e).await,
+            (relay::Stop::Elsewhere(e) | relay::Stop::Client(e), _) => {
+                self.cfg.down(&e.to_string())
+            }
+        }
+    }
+
     async fn fail(&self, lease: &Lease, e: ClientError) -> SourceError {
         let name = &self.cfg.name;
         match e {
@@ -435,16 +453,10 @@ impl Source for McpSource {
         Box::pin(async move {
             // Parked on another instance: continued there, no connection needed here.
             if let Some(r) = relay::elsewhere(ctx).await {
+                // No connection of this instance's is held: the holder's backend failed.
                 return match r {
                     Ok(v) => Ok(v),
-                    Err(relay::Stop::Source(e)) => Err(e),
-                    Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(
-                        snodo::RpcError::internal("the request was cancelled"),
-                    )),
-                    // The holder's backend failed, not one of this instance's.
-                    Err(relay::Stop::Elsewhere(e) | relay::Stop::Client(e)) => {
-                        Err(self.cfg.down(&e.to_string()))
-                    }
+                    Err(stop) => Err(self.stopped(None, stop).await),
                 };
             }
             let lease = self.lease().await?;
@@ -459,15 +471,7 @@ impl Source for McpSource {
             .await
             {
                 Ok(v) => Ok(v),
-                Err(relay::Stop::Source(e)) => Err(e),
-                // The front gave up: the backend request was abandoned, the connection
-                // is fine.
-                Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(snodo::RpcError::internal(
-                    "the request was cancelled",
-                ))),
-                // The held connection is not the one that failed: left alone.
-                Err(relay::Stop::Elsewhere(e)) => Err(self.cfg.down(&e.to_string())),
-                Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
+                Err(stop) => Err(self.stopped(Some(&lease), stop).await),
             }
         })
     }

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use snodo::{RequestContext, RpcError};
+use snodo::RequestContext;
 use snodo_client::Client;
 
 use super::McpSource;
@@ -187,15 +187,9 @@ impl McpSource {
                 guard.task = None;
                 Err(e)
             }
-            Err(relay::Stop::Cancelled) => Err(SourceError::Rpc(RpcError::internal(
-                "the request was cancelled",
-            ))),
-            Err(_) if ctx.is_cancelled() => Err(SourceError::Rpc(RpcError::internal(
-                "the request was cancelled",
-            ))),
-            // The held connection is not the one that failed: left alone.
-            Err(relay::Stop::Elsewhere(e)) => Err(self.cfg.down(&e.to_string())),
-            Err(relay::Stop::Client(e)) => Err(self.fail(&lease, e).await),
+            // A failure after the front's cancellation is the cancellation's.
+            Err(_) if ctx.is_cancelled() => Err(self.stopped(None, relay::Stop::Cancelled).await),
+            Err(stop) => Err(self.stopped(Some(&lease), stop).await),
         }
     }
 }
