@@ -9,17 +9,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
+use snodo::bus::contract::{Faulty, Sends};
 use snodo::bus::{
-    ACCEPT_WITHIN, Address, Bus, BusError, BusState, Count, Event, InstanceId, MAX_MESSAGE,
-    MAX_PEER_CALLS, MAX_PEER_CALLS_PER_PRINCIPAL, MemoryBus, Message, PeerError, PeerRequest,
-    Peers, Subscription,
+    ACCEPT_WITHIN, Address, Bus, BusError, InstanceId, MAX_MESSAGE, MAX_PEER_CALLS,
+    MAX_PEER_CALLS_PER_PRINCIPAL, MemoryBus, Message, PeerError, PeerRequest, Peers,
 };
 use snodo::http::{HttpConfig, Server};
 use snodo::{Principal, RpcError, Runtime};
 use snodo_bus::{PgBusOptions, RedisBusOptions};
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 
 const WITHIN: Duration = Duration::from_secs(10);
 
@@ -280,46 +279,6 @@ async fn calls_between_instances_on_redis() {
     scenarios(a, b).await;
 }
 
-/// A bus handle that can be silenced: its sends are dropped (and said to succeed), as
-/// when the instance behind it is killed or cut off after it took a call.
-#[derive(Debug)]
-struct Mute {
-    inner: Arc<dyn Bus>,
-    muted: std::sync::atomic::AtomicBool,
-}
-
-impl Bus for Mute {
-    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
-        self.inner.publish(event)
-    }
-    fn events(&self) -> Subscription<Event> {
-        self.inner.events()
-    }
-    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
-        if self.muted.load(Ordering::SeqCst) {
-            return Box::pin(async { Ok(()) });
-        }
-        self.inner.send(to, message)
-    }
-    fn messages<'a>(
-        &'a self,
-        me: &'a InstanceId,
-    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
-        self.inner.messages(me)
-    }
-    fn count<'a>(
-        &'a self,
-        key: &'a str,
-        by: u64,
-        window: Duration,
-    ) -> BoxFuture<'a, Result<Count, BusError>> {
-        self.inner.count(key, by, window)
-    }
-    fn state(&self) -> watch::Receiver<BusState> {
-        self.inner.state()
-    }
-}
-
 /// Waits until B reaches A's "ping".
 async fn opened(pa: &Peers, pb: &Peers) {
     pa.serve(
@@ -349,10 +308,9 @@ async fn opened(pa: &Peers, pb: &Peers) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_silent_after_accepting_fails_the_call_and_a_live_one_is_waited_for() {
     let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
-    let mute = Arc::new(Mute {
-        inner: Arc::clone(&bus),
-        muted: false.into(),
-    });
+    // A's sends can be silenced (dropped, said to succeed): killed or cut off after
+    // it took a call.
+    let mute = Arc::new(Faulty::new(Arc::clone(&bus)));
     let ((pa, _sa), (pb, _sb)) = (instance(mute.clone()).await, instance(bus).await);
     let accepted = Arc::new(Notify::new());
     let a = Arc::clone(&accepted);
@@ -391,7 +349,7 @@ async fn a_holder_silent_after_accepting_fails_the_call_and_a_live_one_is_waited
     });
     accepted.notified().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    mute.muted.store(true, Ordering::SeqCst);
+    mute.sends(Sends::Dropped);
     let e = call.await.unwrap_or_else(|e| panic!("{e}"));
     assert!(
         matches!(e, Err(PeerError::NoAnswer(ref i, _)) if i == pa.me()),

@@ -15,12 +15,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
-
 use serde_json::{Value, json};
-use snodo::bus::{
-    Address, Bus, BusError, BusState, Count, Event, InstanceId, MemoryBus, Message, Subscription,
-};
+use snodo::bus::contract::Faulty;
+use snodo::bus::{Bus, BusState, MemoryBus};
 use snodo::http::{HttpConfig, Server};
 use snodo::protocol::ALL;
 use snodo::{HandlerError, InputRequest, NoArguments, RequestContext, Runtime, Tool, ToolResult};
@@ -248,70 +245,18 @@ async fn a_legacy_backend_call_parked_on_one_instance_is_refused_clearly_on_anot
     );
 }
 
-/// One instance's connection to a bus all instances share: its state set by the test,
-/// and, when `deaf`, a mailbox that hears nothing (an instance that stopped listening).
-#[derive(Debug)]
-struct Link {
-    shared: Arc<MemoryBus>,
-    state: tokio::sync::watch::Sender<BusState>,
-    deaf: bool,
-}
-
-impl Link {
-    fn new(shared: &Arc<MemoryBus>, deaf: bool) -> Arc<Self> {
-        Arc::new(Self {
-            shared: Arc::clone(shared),
-            state: tokio::sync::watch::Sender::new(BusState::Up),
-            deaf,
-        })
-    }
-}
-
-impl Bus for Link {
-    fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
-        self.shared.publish(event)
-    }
-    fn events(&self) -> Subscription<Event> {
-        self.shared.events()
-    }
-    fn send(&self, to: Address, message: Message) -> BoxFuture<'_, Result<(), BusError>> {
-        self.shared.send(to, message)
-    }
-    fn messages<'a>(
-        &'a self,
-        me: &'a InstanceId,
-    ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
-        if self.deaf {
-            Box::pin(async move {
-                let nobody = InstanceId::random();
-                let s = self.shared.messages(&nobody).await;
-                // (Listening as nobody: what is sent to `me` is lost.)
-                let _ = me;
-                s
-            })
-        } else {
-            self.shared.messages(me)
-        }
-    }
-    fn count<'a>(
-        &'a self,
-        key: &'a str,
-        by: u64,
-        window: Duration,
-    ) -> BoxFuture<'a, Result<Count, BusError>> {
-        self.shared.count(key, by, window)
-    }
-    fn state(&self) -> tokio::sync::watch::Receiver<BusState> {
-        self.state.subscribe()
-    }
-}
-
 /// Two front instances on one bus, each with its own connection to the same legacy
 /// backend (as two gateways, each running its own stdio child).
-async fn two_on_a_bus(deaf_a: bool) -> (Front, Front, Arc<Link>, Arc<Link>) {
+async fn two_on_a_bus(deaf_a: bool) -> (Front, Front, Arc<Faulty>, Arc<Faulty>) {
     let rt = backend();
     let shared = Arc::new(MemoryBus::new());
-    let (la, lb) = (Link::new(&shared, deaf_a), Link::new(&shared, false));
+    // Each instance's connection to the shared bus: its state set by the test, and A's
+    // mailbox, when `deaf_a`, hearing nothing (an instance that stopped listening).
+    let link = || Arc::new(Faulty::own_state(shared.clone(), BusState::Up));
+    let (la, lb) = (link(), link());
+    if deaf_a {
+        la.deafen();
+    }
     let a = front_on(backend_legacy(&rt), Some(la.clone())).await;
     let b = front_on(backend_legacy(&rt), Some(lb.clone())).await;
     (a, b, la, lb)
@@ -358,12 +303,12 @@ async fn a_continuation_whose_holder_is_unreachable_gets_a_clear_error_in_time()
     // The bus down on B: at once, and the call stays parked on A.
     let (a, b, _, lb) = two_on_a_bus(false).await;
     let one = first_round(&a).await;
-    lb.state.send_replace(BusState::Down);
+    lb.set_state(BusState::Down);
     let t = Instant::now();
     let e = continue_on(&b, &one, "one").await.unwrap_err();
     assert!(e.to_string().contains("bus is down"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-    lb.state.send_replace(BusState::Up);
+    lb.set_state(BusState::Up);
     let two = continue_on(&b, &one, "one").await.unwrap();
     assert_eq!(two["resultType"], "input_required", "{two}");
 

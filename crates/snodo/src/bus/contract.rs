@@ -13,6 +13,10 @@
 //! let report = snodo::bus::contract::run_all(|| async { Arc::clone(&bus) as Arc<dyn Bus> }, 64).await;
 //! ```
 
+mod faulty;
+
+pub use faulty::{Faulty, Sends};
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

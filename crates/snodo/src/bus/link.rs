@@ -484,9 +484,8 @@ mod owed_tests;
 
 #[cfg(test)]
 mod tests {
-    use futures_util::future::BoxFuture;
-
-    use super::super::{BusError, Count, MemoryBus};
+    use super::super::MemoryBus;
+    use super::super::contract::{Faulty, Sends};
     use super::*;
 
     #[test]
@@ -508,54 +507,16 @@ mod tests {
         );
     }
 
-    /// A bus whose sends never complete (a server that stopped answering), whose state
-    /// the test sets; the rest is a [`MemoryBus`].
-    #[derive(Debug)]
-    struct Stuck {
-        inner: MemoryBus,
-        sends: std::sync::atomic::AtomicUsize,
-        state: tokio::sync::watch::Sender<BusState>,
-    }
-
-    impl Bus for Stuck {
-        fn publish(&self, event: Event) -> BoxFuture<'_, Result<(), BusError>> {
-            self.inner.publish(event)
-        }
-        fn events(&self) -> Subscription<Event> {
-            self.inner.events()
-        }
-        fn send(&self, _: Address, _: Message) -> BoxFuture<'_, Result<(), BusError>> {
-            self.sends.fetch_add(1, Ordering::Relaxed);
-            Box::pin(std::future::pending())
-        }
-        fn messages<'a>(
-            &'a self,
-            me: &'a InstanceId,
-        ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
-            self.inner.messages(me)
-        }
-        fn count<'a>(
-            &'a self,
-            key: &'a str,
-            by: u64,
-            window: std::time::Duration,
-        ) -> BoxFuture<'a, Result<Count, BusError>> {
-            self.inner.count(key, by, window)
-        }
-        fn state(&self) -> tokio::sync::watch::Receiver<BusState> {
-            self.state.subscribe()
-        }
-    }
-
     /// A flood of answers and cancellations for ids held elsewhere starts at most
     /// `MAX_FORWARDS` sends, and none while the bus is down.
     #[tokio::test]
     async fn forwards_are_bounded_and_none_while_down() {
-        let bus = Arc::new(Stuck {
-            inner: MemoryBus::new(),
-            sends: Default::default(),
-            state: tokio::sync::watch::Sender::new(BusState::Down),
-        });
+        // Sends never complete (a server that stopped answering); the state is the test's.
+        let bus = Arc::new(Faulty::own_state(
+            Arc::new(MemoryBus::new()),
+            BusState::Down,
+        ));
+        bus.sends(Sends::Stuck);
         let link = Link::new(bus.clone(), InstanceId::random(), WhenDown::Open);
         let other = InstanceId::random();
         let p = Principal::new("alice");
@@ -567,8 +528,8 @@ mod tests {
             link.forward_cancel(&p, &RequestId::Number(i.into()));
         }
         tokio::task::yield_now().await;
-        assert_eq!(bus.sends.load(Ordering::Relaxed), 0, "sent while down");
-        bus.state.send_replace(BusState::Up);
+        assert_eq!(bus.sent(), 0, "sent while down");
+        bus.set_state(BusState::Up);
         for i in 0..1000u32 {
             let _ = link.forward_answer(
                 &with_holder(format!("snodo-{i:x}-0123456789abcdef"), &other),
@@ -579,7 +540,7 @@ mod tests {
         for _ in 0..10 {
             tokio::task::yield_now().await;
         }
-        assert_eq!(bus.sends.load(Ordering::Relaxed), MAX_FORWARDS);
+        assert_eq!(bus.sent(), MAX_FORWARDS);
         assert!(link.dropped.load(Ordering::Relaxed) >= 2000 - 64);
     }
 }

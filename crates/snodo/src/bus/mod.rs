@@ -35,7 +35,7 @@ mod peers;
 mod serving;
 mod types;
 
-#[cfg(feature = "bus-contract")]
+#[cfg(any(test, feature = "bus-contract"))]
 pub mod contract;
 
 use std::fmt;
