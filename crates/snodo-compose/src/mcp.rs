@@ -338,11 +338,6 @@ impl McpSource {
         self.the_pool().lease().await.map_err(|e| self.cfg.down(&e))
     }
 
-    /// Maps a client error. Only a broken connection (a transport failure, which a
-    /// child's exit is, or a session the server ended) is reported to its pool
-    /// (started again, failing the calls in flight on it), the error saying why the
-    /// child exited when it did; anything else (an HTTP status, a timeout, an
-    /// unexpected answer, a refused authorization) fails this call alone.
     /// What a relayed call that stopped without a result answers the front. A failure
     /// of `held` (the connection the call held on this instance, if any) is reported
     /// to the pool; any other (a connection started again since, or the holder's on
@@ -361,6 +356,11 @@ impl McpSource {
         }
     }
 
+    /// Maps a client error. Only a broken connection (a transport failure, which a
+    /// child's exit is, or a session the server ended) is reported to its pool
+    /// (started again, failing the calls in flight on it), the error saying why the
+    /// child exited when it did; anything else (an HTTP status, a timeout, an
+    /// unexpected answer, a refused authorization) fails this call alone.
     async fn fail(&self, lease: &Lease, e: ClientError) -> SourceError {
         let name = &self.cfg.name;
         match e {
