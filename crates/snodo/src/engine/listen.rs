@@ -276,8 +276,13 @@ impl Subscription {
         }
         loop {
             let resync_at = self.resync_at;
-            let settled =
-                tokio::time::sleep_until(resync_at.unwrap_or_else(tokio::time::Instant::now));
+            // A timer only while a resync waits (not one per change delivered).
+            let settled = async move {
+                match resync_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             let out = tokio::select! {
                 biased;
                 () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
