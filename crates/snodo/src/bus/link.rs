@@ -169,7 +169,9 @@ impl Link {
             let (tx, rx) = mpsc::channel(OUTBOX);
             let owed = Arc::new(AtomicBool::new(false));
             let pump = publish_pump(Arc::clone(&self.bus), rx, local.clone(), Arc::clone(&owed));
-            tokio::spawn(pump);
+            // Ends with the link, as its other tasks do, even if a publish never returns.
+            let gone = self.gone.clone();
+            tokio::spawn(async move { gone.run_until_cancelled(pump).await });
             (tx, owed)
         });
         if let Err(e) = outbox.try_send(change) {
