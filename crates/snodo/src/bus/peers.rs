@@ -311,7 +311,6 @@ impl Peers {
             body,
             within_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
         };
-        message.encode_checked().map_err(PeerError::Bus)?;
         let (tx, mut rx) = mpsc::channel(2);
         if let Ok(mut w) = table.waiting.lock() {
             w.insert(key.clone(), tx);

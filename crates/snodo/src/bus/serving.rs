@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::link::Link;
 use super::peers::{ACCEPT_WITHIN, PeerRequest, encode_outcome};
-use super::{Address, BusState, InstanceId, Message};
+use super::{Address, BusError, BusState, InstanceId, Message};
 use crate::caller::Principal;
 use crate::protocol::RpcError;
 
@@ -174,18 +174,21 @@ fn spawn(
     let reply = move |request: String, body: Value| {
         let (bus, to) = (Arc::clone(&bus), to.clone());
         async move {
-            let mut m = Message::Reply {
+            let m = Message::Reply {
                 request: request.clone(),
                 body,
             };
-            if m.encode_checked().is_err() {
+            // The bus refuses a message too large to carry before it sends anything.
+            let mut sent = bus.send(Address::Instance(to.clone()), m).await;
+            if let Err(BusError::Invalid(_)) = sent {
                 let e = RpcError::internal("the answer is too large to carry on the bus");
-                m = Message::Reply {
+                let m = Message::Reply {
                     request,
                     body: encode_outcome(Err(e)),
                 };
+                sent = bus.send(Address::Instance(to), m).await;
             }
-            if let Err(e) = bus.send(Address::Instance(to), m).await {
+            if let Err(e) = sent {
                 tracing::warn!(target: "snodo::bus", error = %e, "could not send a reply to another instance");
             }
         }
