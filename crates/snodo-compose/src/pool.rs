@@ -81,16 +81,7 @@ pub(crate) struct Conn {
     /// A task listening to the backend for list changes (2026-07-28 backends): it
     /// holds its own client and stream, so it is stopped when the connection goes,
     /// on every path (a restart, the pool dropped).
-    pub(crate) listener: Option<AbortOnDrop>,
-}
-
-/// Aborts a task when dropped.
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    pub(crate) listener: Option<tokio_util::task::AbortOnDropHandle<()>>,
 }
 
 /// Makes one connection; the error names what failed.

@@ -11,8 +11,9 @@ use snodo_client::{Client, ClientBuilder, ServerEvent, Subscriptions};
 
 use super::{Config, Target};
 use crate::child;
-use crate::pool::{AbortOnDrop, Conn};
+use crate::pool::Conn;
 use crate::source::SourceError;
+use tokio_util::task::AbortOnDropHandle;
 
 impl Config {
     /// The client builder of connection `conn`.
@@ -104,14 +105,14 @@ impl Config {
         let c = &conn.client;
         tracing::info!(source = %self.name, protocol = %c.protocol_version(), "backend connected");
         if c.server().stateless {
-            conn.listener = self.spawn_listener(c).map(AbortOnDrop);
+            conn.listener = self.spawn_listener(c);
         }
         Ok(conn)
     }
 
     /// 2026-07-28 backends announce list changes on `subscriptions/listen`: the
     /// listening task, stopped with its connection.
-    pub(super) fn spawn_listener(&self, c: &Client) -> Option<tokio::task::AbortHandle> {
+    pub(super) fn spawn_listener(&self, c: &Client) -> Option<AbortOnDropHandle<()>> {
         let (c, changes, name) = (c.clone(), self.changes.clone(), self.name.clone());
         let caps = c.server().capabilities;
         let wants = |k: &str| caps.pointer(&format!("/{k}/listChanged")) == Some(&json!(true));
@@ -142,6 +143,6 @@ impl Config {
                 }
             }
         });
-        Some(task.abort_handle())
+        Some(AbortOnDropHandle::new(task))
     }
 }

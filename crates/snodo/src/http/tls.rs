@@ -167,19 +167,12 @@ impl TlsCertificates {
                 }
             }
         });
-        Ok(ReloadTask(task))
+        Ok(ReloadTask::new(task))
     }
 }
 
 /// The SIGHUP reload task, stopped when dropped.
-#[derive(Debug)]
-pub(crate) struct ReloadTask(tokio::task::JoinHandle<()>);
-
-impl Drop for ReloadTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+pub(crate) type ReloadTask = tokio_util::task::AbortOnDropHandle<()>;
 
 fn file_error(path: &Path, reason: impl fmt::Display) -> TlsError {
     TlsError::File {
