@@ -273,9 +273,22 @@ impl Asker {
     }
 
     /// Parks a call until the front continues; its id for the front's `requestState`,
-    /// naming instance `at` when given (the call back when too many are parked: the
-    /// question is then refused).
+    /// naming instance `at` when given. When too many are parked, the backend's
+    /// question is refused and the front gets the error to answer.
     pub(crate) fn park(
+        self: &Arc<Self>,
+        parked: Parked,
+        at: Option<&InstanceId>,
+    ) -> Result<String, RpcError> {
+        self.try_park(parked, at).map_err(|p| {
+            let _ = p
+                .reply
+                .send(Err(RpcError::internal("too many parked calls")));
+            RpcError::internal("the proxy has too many calls waiting for answers")
+        })
+    }
+
+    fn try_park(
         self: &Arc<Self>,
         parked: Parked,
         at: Option<&InstanceId>,

@@ -194,13 +194,8 @@ async fn drive(
                     let Some((key, _, wire, reply)) = relay::accept(&mut n, &m, p, reply) else {
                         continue;
                     };
-                    return match asker.park(Parked { flight, reply, who }, Some(me)) {
-                        Ok(id) => Ok(json!({"ask": relay::parked_state(&id, &key, &wire, n)})),
-                        Err(p) => {
-                            let _ = p.reply.send(Err(RpcError::internal("too many parked calls")));
-                            Err(RpcError::internal("the proxy has too many calls waiting for answers"))
-                        }
-                    };
+                    let id = asker.park(Parked { flight, reply, who }, Some(me))?;
+                    return Ok(json!({"ask": relay::parked_state(&id, &key, &wire, n)}));
                 }
                 // No front stream here to carry them.
                 Event::Progress(_) | Event::Log(_) => {}

@@ -265,12 +265,7 @@ fn park(
             let state = parked_state(&id, &key, &asked, n);
             Stop::Source(SourceError::InputRequired(i.with_state(state)))
         }
-        Err(p) => {
-            let _ = p
-                .reply
-                .send(Err(RpcError::internal("too many parked calls")));
-            RpcError::internal("the proxy has too many calls waiting for answers").into()
-        }
+        Err(e) => e.into(),
     }
 }
 
