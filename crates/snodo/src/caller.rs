@@ -63,6 +63,16 @@ impl Principal {
         self
     }
 
+    /// Sets the cancellation scope when there is one (a principal carried between
+    /// instances as its id and scope).
+    #[must_use]
+    pub(crate) fn with_scope_of(self, scope: Option<String>) -> Self {
+        match scope {
+            Some(s) => self.with_scope(s),
+            None => self,
+        }
+    }
+
     /// Attaches a typed extension (one per principal; a second call replaces it), read
     /// back with [`Principal::extension`].
     #[must_use]

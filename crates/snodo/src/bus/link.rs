@@ -328,14 +328,7 @@ fn cancel_key(principal: &Principal, id: &RequestId) -> String {
 fn parse_cancel_key(key: &str) -> Option<(Principal, RequestId)> {
     let (id, scope, request): (String, Option<String>, RequestId) =
         serde_json::from_str(key).ok()?;
-    let principal = Principal::new(id);
-    Some((
-        match scope {
-            Some(s) => principal.with_scope(s),
-            None => principal,
-        },
-        request,
-    ))
+    Some((Principal::new(id).with_scope_of(scope), request))
 }
 
 /// Publishes the queued changes in order; one the bus refuses reaches this instance's

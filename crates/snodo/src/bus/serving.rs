@@ -193,13 +193,7 @@ fn spawn(
             }
         }
     };
-    let principal = principal.map(|(id, scope)| {
-        let p = Principal::new(id);
-        match scope {
-            Some(s) => p.with_scope(s),
-            None => p,
-        }
-    });
+    let principal = principal.map(|(id, scope)| Principal::new(id).with_scope_of(scope));
     let request = PeerRequest {
         from,
         principal,
