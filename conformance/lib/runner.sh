@@ -13,5 +13,10 @@ ensure_runner() { # the calling script's name, for messages
   if [[ ! -x "$NODE" || ! -f "$CLI" || "$installed" != "$pinned" ]]; then
     echo "$1: installing the pinned runner (npm ci)" >&2
     (cd "$DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
+    # npm has been seen to report success on a full disk and leave the node binary out.
+    if [[ ! -x "$NODE" || ! -f "$CLI" ]]; then
+      echo "$1: npm ci left no runner at $NODE ($(df -h --output=avail "$DIR" | tail -1 | tr -d ' ') free on its disk)" >&2
+      exit 2
+    fi
   fi
 }

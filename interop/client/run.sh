@@ -61,7 +61,8 @@ done
 RMCP_BIN="$RMCP_TARGET_DIR/debug/rmcp-bench-server"
 [ -f "$RMCP_SERVER_DIR/Cargo.toml" ] || die "no rmcp bench server at $RMCP_SERVER_DIR (set RMCP_SERVER_DIR)"
 echo "interop/client: building the rmcp bench server (cargo, debug)" >&2
-cargo build -q --locked --manifest-path "$RMCP_SERVER_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
+# No debug info: the rmcp servers are only run; theirs would be ~0.6 GB of CI disk.
+CARGO_PROFILE_DEV_DEBUG=false cargo build -q --locked --manifest-path "$RMCP_SERVER_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
     die "building the rmcp bench server failed"
 
 # ---- servers ----------------------------------------------------------------------

@@ -49,7 +49,8 @@ command -v "$NODE" >/dev/null 2>&1 || die "node not found (set NODE, >= 20)"
 npm_install
 py_venv
 [ -x "$SNODO_BIN" ] || (cd "$REPO" && cargo build -q -p snodo-cli >&2) || die "building snodo failed"
-cargo build -q --locked --manifest-path "$RMCP_STDIO_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
+# No debug info: the rmcp servers are only run; theirs would be ~0.6 GB of CI disk.
+CARGO_PROFILE_DEV_DEBUG=false cargo build -q --locked --manifest-path "$RMCP_STDIO_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
     die "building the rmcp stdio server failed"
 RMCP_BIN="$RMCP_TARGET_DIR/debug/rmcp-stdio-bench-server"
 EVERYTHING="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"

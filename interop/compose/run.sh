@@ -47,7 +47,8 @@ if [ ! -x "$FRONT_BIN" ]; then
     (cd "$REPO" && cargo build -q -p snodo-compose --example compose_front >&2) || die "building compose_front failed"
 fi
 [ -f "$RMCP_SERVER_DIR/Cargo.toml" ] || die "no rmcp bench server at $RMCP_SERVER_DIR (set RMCP_SERVER_DIR)"
-cargo build -q --locked --manifest-path "$RMCP_SERVER_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
+# No debug info: the rmcp servers are only run; theirs would be ~0.6 GB of CI disk.
+CARGO_PROFILE_DEV_DEBUG=false cargo build -q --locked --manifest-path "$RMCP_SERVER_DIR/Cargo.toml" --target-dir "$RMCP_TARGET_DIR" >&2 ||
     die "building the rmcp bench server failed"
 RMCP_BIN="$RMCP_TARGET_DIR/debug/rmcp-bench-server"
 EVERYTHING="$HERE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
