@@ -302,6 +302,47 @@ async fn opened(pa: &Peers, pb: &Peers) {
     }
 }
 
+/// A call made before the caller's own mailbox is open (it opens in the background once
+/// an endpoint runs; here the bus holds it) waits for it rather than sending a call whose
+/// reply nobody would hear; one whose mailbox never opens fails with `NotListening`
+/// within its own time, not after `ACCEPT_WITHIN` of silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waits_for_its_callers_mailbox() {
+    let bus: Arc<dyn Bus> = Arc::new(MemoryBus::new());
+    let slow = Arc::new(Faulty::new(Arc::clone(&bus)));
+    slow.hold_mailboxes(true);
+    let ((pa, _sa), (pb, _sb)) = (instance(bus).await, instance(slow.clone()).await);
+    pa.serve(
+        "ping",
+        Arc::new(|_: PeerRequest| Box::pin(async { Ok(json!("pong")) })),
+    );
+    // A's mailbox opens at once: its own call to itself, made right away, is answered.
+    let me = pa.me().clone();
+    assert_eq!(
+        pa.call(&me, "ping", None, Value::Null, WITHIN).await,
+        Ok(json!("pong"))
+    );
+
+    // B's is held: a short call fails with NotListening in its own time.
+    let t = Instant::now();
+    let short = pb
+        .call(&me, "ping", None, Value::Null, Duration::from_millis(300))
+        .await;
+    assert_eq!(short, Err(PeerError::NotListening));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+
+    // A longer one waits; once the bus lets B listen, it is answered at once.
+    let (pb2, to) = (pb.clone(), me.clone());
+    let call = tokio::spawn(async move { pb2.call(&to, "ping", None, Value::Null, WITHIN).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!call.is_finished());
+    let t = Instant::now();
+    slow.hold_mailboxes(false);
+    let got = call.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got, Ok(json!("pong")));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
 /// A holder that goes silent after it took a call (killed, cut off) fails the call
 /// after `ACCEPT_WITHIN` of silence, not at the call's own time; one that keeps working
 /// longer than that, alive, is waited for.

@@ -121,7 +121,7 @@ impl Holder {
 /// (its backend's failure as that: the source down), the bus's with what it means for
 /// the continuation.
 fn unreachable(e: PeerError) -> Stop {
-    let busy = matches!(e, PeerError::Busy);
+    let busy = matches!(e, PeerError::Busy | PeerError::NotListening);
     let e = match e {
         PeerError::Remote(e) if e.data().and_then(|d| d.get(BACKEND_FAILED)).is_some() => {
             return Stop::Elsewhere(ClientError::Transport(e.message().to_owned()));

@@ -8,9 +8,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, broadcast, mpsc};
+use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::{Address, Bus, BusState, Event, InstanceId, Message, Received, Subscription};
@@ -86,6 +87,9 @@ pub(crate) struct Link {
     outbox: OnceLock<(mpsc::Sender<Event>, Arc<AtomicBool>)>,
     /// The mailbox pump, started once (from the first endpoint built in a tokio runtime).
     started: OnceLock<()>,
+    /// Whether the mailbox is open: a call to another instance waits for it, or its
+    /// reply would be lost.
+    inbox_open: watch::Sender<bool>,
     /// Registries of the endpoints' cancellable requests, which a forwarded
     /// cancellation may name.
     targets: Mutex<Vec<Weak<InFlight>>>,
@@ -124,6 +128,7 @@ impl Link {
             when_down,
             outbox: OnceLock::new(),
             started: OnceLock::new(),
+            inbox_open: watch::Sender::new(false),
             targets: Mutex::new(Vec::new()),
             forwards: Arc::new(Semaphore::new(MAX_FORWARDS)),
             dropped: AtomicU64::new(0),
@@ -148,6 +153,14 @@ impl Link {
 
     pub(crate) fn is_up(&self) -> bool {
         *self.bus.state().borrow() == BusState::Up
+    }
+
+    /// Waits up to `within` for this instance's mailbox to be open; whether it is.
+    pub(crate) async fn inbox_open(&self, within: Duration) -> bool {
+        let mut open = self.inbox_open.subscribe();
+        tokio::time::timeout(within, open.wait_for(|o| *o))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// A listen stream's feed of changes published on the bus.
@@ -381,6 +394,9 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
             () = gone.cancelled() => return,
             opened = l.bus.messages(&l.me) => opened,
         };
+        if opened.is_ok() {
+            l.inbox_open.send_replace(true);
+        }
         drop(l);
         match opened {
             Ok(inbox) => break inbox,
@@ -398,8 +414,11 @@ async fn mailbox_pump(link: Weak<Link>, pending: Arc<PendingRequests>, gone: Can
             () = gone.cancelled() => return,
             received = inbox.recv() => received,
         };
-        let Some(received) = received else { return };
         let Some(l) = link.upgrade() else { return };
+        let Some(received) = received else {
+            l.inbox_open.send_replace(false);
+            return;
+        };
         match received {
             Received::Item(Message::Cancel { request, .. }) => l.cancel(&request),
             Received::Item(Message::Answer { request, response }) => {

@@ -77,6 +77,11 @@ pub enum PeerError {
     /// [`MAX_PEER_CALLS_PER_PRINCIPAL`] for this principal).
     #[error("too many calls to other instances in flight")]
     Busy,
+    /// This instance's mailbox did not open within [`ACCEPT_WITHIN`] (or the call's
+    /// time, if shorter): no reply could reach it. It opens once the runtime's first
+    /// endpoint runs and the bus lets it listen.
+    #[error("this instance does not listen on the bus yet: no reply could reach it")]
+    NotListening,
     /// The instance did not say it took the call, or went silent after that, for
     /// [`ACCEPT_WITHIN`].
     #[error(
@@ -99,7 +104,9 @@ impl From<PeerError> for RpcError {
     fn from(e: PeerError) -> Self {
         match e {
             PeerError::Remote(e) => e,
-            PeerError::Busy => RpcError::internal(e.to_string()).retry_later(),
+            PeerError::Busy | PeerError::NotListening => {
+                RpcError::internal(e.to_string()).retry_later()
+            }
             e => RpcError::internal(e.to_string()),
         }
     }
@@ -276,10 +283,13 @@ impl Peers {
     }
 
     /// Calls `topic` on instance `to` with `body`, for `principal`, waiting at most
-    /// `within` for its answer.
+    /// `within` for its answer. A call made before this instance's mailbox is open (it
+    /// opens in the background once a request endpoint runs) waits for it first, within
+    /// the same time.
     ///
     /// # Errors
-    /// [`PeerError`]: the bus down, the body too large ([`MAX_MESSAGE`](super::MAX_MESSAGE)),
+    /// [`PeerError`]: the bus down, this instance's mailbox not open within
+    /// [`ACCEPT_WITHIN`], the body too large ([`MAX_MESSAGE`](super::MAX_MESSAGE)),
     /// too many calls waiting (in all, or for `principal`), the instance silent for
     /// [`ACCEPT_WITHIN`] (before or after it took the call) or late, this instance's
     /// mailbox losing messages meanwhile, or the service's own error.
@@ -291,10 +301,17 @@ impl Peers {
         body: Value,
         within: Duration,
     ) -> Result<Value, PeerError> {
+        let started = tokio::time::Instant::now();
         let table = &self.link.peers;
         let mut state = self.link.bus().state();
         if *state.borrow_and_update() == BusState::Down {
             return Err(PeerError::Down(to.clone()));
+        }
+        // The reply comes to this instance's mailbox, which opens in the background
+        // once an endpoint runs: sent before that, the call would be answered into
+        // nothing and reported silent only after ACCEPT_WITHIN.
+        if !self.link.inbox_open(within.min(ACCEPT_WITHIN)).await {
+            return Err(PeerError::NotListening);
         }
         let Some(_share) = Share::take(table, principal.map(|p| p.id().to_owned())) else {
             return Err(PeerError::Busy);
@@ -321,7 +338,6 @@ impl Peers {
             to: to.clone(),
             open: false,
         };
-        let started = tokio::time::Instant::now();
         let down = async {
             let _ = state.wait_for(|s| *s == BusState::Down).await;
         };

@@ -25,8 +25,8 @@ pub enum Sends {
     Stuck = 2,
 }
 
-/// `inner` with faults: sends dropped or stuck, publishes held or refused, a mailbox
-/// that hears nothing, and (with [`Faulty::own_state`]) a state the test sets rather
+/// `inner` with faults: sends dropped or stuck, publishes held or refused, mailboxes
+/// slow to open or that hear nothing, and (with [`Faulty::own_state`]) a state the test sets rather
 /// than `inner`'s.
 #[derive(Debug)]
 pub struct Faulty {
@@ -35,6 +35,7 @@ pub struct Faulty {
     sends: AtomicU8,
     sent: AtomicUsize,
     hold: watch::Sender<bool>,
+    hold_mailboxes: watch::Sender<bool>,
     refuse: AtomicBool,
     deaf: AtomicBool,
 }
@@ -49,6 +50,7 @@ impl Faulty {
             sends: AtomicU8::new(Sends::Pass as u8),
             sent: AtomicUsize::new(0),
             hold: watch::Sender::new(false),
+            hold_mailboxes: watch::Sender::new(false),
             refuse: AtomicBool::new(false),
             deaf: AtomicBool::new(false),
         }
@@ -91,6 +93,11 @@ impl Faulty {
         self.refuse.store(refused, Ordering::SeqCst);
     }
 
+    /// Mailboxes wait to open while `held` (a bus slow to let an instance listen).
+    pub fn hold_mailboxes(&self, held: bool) {
+        self.hold_mailboxes.send_replace(held);
+    }
+
     /// Mailboxes opened from now on hear nothing sent to their instance.
     pub fn deafen(&self) {
         self.deaf.store(true, Ordering::SeqCst);
@@ -125,11 +132,14 @@ impl Bus for Faulty {
         &'a self,
         me: &'a InstanceId,
     ) -> BoxFuture<'a, Result<Subscription<Message>, BusError>> {
-        if !self.deaf.load(Ordering::SeqCst) {
-            return self.inner.messages(me);
-        }
-        // Listening as nobody: what is sent to `me` is lost.
-        Box::pin(async move { self.inner.messages(&InstanceId::random()).await })
+        Box::pin(async move {
+            let _ = self.hold_mailboxes.subscribe().wait_for(|held| !held).await;
+            if self.deaf.load(Ordering::SeqCst) {
+                // Listening as nobody: what is sent to `me` is lost.
+                return self.inner.messages(&InstanceId::random()).await;
+            }
+            self.inner.messages(me).await
+        })
     }
 
     fn count<'a>(
