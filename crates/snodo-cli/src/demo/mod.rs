@@ -239,35 +239,37 @@ mod tests {
         serde_json::from_slice(&bytes).unwrap_or_default()
     }
 
-    #[tokio::test]
-    async fn refuses_everything_outside_the_root() {
-        let dir = std::env::temp_dir().join(format!("snodo-demo-test-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(dir.join("inner"));
-        let _ = std::fs::write(dir.join("inner/ok.txt"), "fine");
-        #[cfg(unix)]
-        let _ = std::os::unix::fs::symlink("/etc", dir.join("inner/escape"));
-        let runtime =
-            runtime(&dir.join("inner"), vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
-        let service = McpService::new(runtime);
-        let base = Root::new(&dir.join("inner"))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .base_uri();
-        let ok = read(&service, &format!("{base}/ok.txt")).await;
-        assert_eq!(ok["result"]["contents"][0]["text"], "fine");
-        for tricky in [
-            "../ok.txt",
-            "%2e%2e/%2e%2e/etc/passwd",
-            "..%2fetc%2fpasswd",
-            "escape/hostname",
-            "ok.txt%00",
-            "%ff%fe",
-            "sub\\..\\ok.txt",
-            "/etc/passwd",
-        ] {
-            let r = read(&service, &format!("{base}/{tricky}")).await;
-            assert_eq!(r["error"]["code"], -32602, "{tricky}: {r}");
-            assert_eq!(r["error"]["message"], "Resource not found", "{tricky}");
-        }
+    #[test]
+    fn refuses_everything_outside_the_root() {
+        crate::logs::block_on_alone(async {
+            let dir = std::env::temp_dir().join(format!("snodo-demo-test-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(dir.join("inner"));
+            let _ = std::fs::write(dir.join("inner/ok.txt"), "fine");
+            #[cfg(unix)]
+            let _ = std::os::unix::fs::symlink("/etc", dir.join("inner/escape"));
+            let runtime = runtime(&dir.join("inner"), vec![&V2026_07_28], None)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let service = McpService::new(runtime);
+            let base = Root::new(&dir.join("inner"))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .base_uri();
+            let ok = read(&service, &format!("{base}/ok.txt")).await;
+            assert_eq!(ok["result"]["contents"][0]["text"], "fine");
+            for tricky in [
+                "../ok.txt",
+                "%2e%2e/%2e%2e/etc/passwd",
+                "..%2fetc%2fpasswd",
+                "escape/hostname",
+                "ok.txt%00",
+                "%ff%fe",
+                "sub\\..\\ok.txt",
+                "/etc/passwd",
+            ] {
+                let r = read(&service, &format!("{base}/{tricky}")).await;
+                assert_eq!(r["error"]["code"], -32602, "{tricky}: {r}");
+                assert_eq!(r["error"]["message"], "Resource not found", "{tricky}");
+            }
+        });
     }
 
     async fn post(
@@ -299,39 +301,41 @@ mod tests {
         serde_json::from_slice(&bytes).unwrap_or_default()
     }
 
-    #[tokio::test]
-    async fn index_folder_runs_as_a_task() {
-        let dir = std::env::temp_dir().join(format!("snodo-index-test-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(dir.join("src"));
-        let _ = std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b() {}\n");
-        let _ = std::fs::write(dir.join("notes.md"), "# notes\n");
-        let runtime = runtime(&dir, vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
-        let service = McpService::new(runtime);
-        let created = post(
-            &service,
-            "tools/call",
-            "index_folder",
-            json!({"name": "index_folder", "arguments": {}}),
-        )
-        .await;
-        assert_eq!(created["result"]["resultType"], "task", "{created}");
-        let id = created["result"]["taskId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let mut task = json!(null);
-        for _ in 0..200 {
-            task = post(&service, "tasks/get", &id, json!({"taskId": id})).await;
-            if task["result"]["status"] == "completed" {
-                break;
+    #[test]
+    fn index_folder_runs_as_a_task() {
+        crate::logs::block_on_alone(async {
+            let dir = std::env::temp_dir().join(format!("snodo-index-test-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(dir.join("src"));
+            let _ = std::fs::write(dir.join("src/a.rs"), "fn a() {}\nfn b() {}\n");
+            let _ = std::fs::write(dir.join("notes.md"), "# notes\n");
+            let runtime = runtime(&dir, vec![&V2026_07_28], None).unwrap_or_else(|e| panic!("{e}"));
+            let service = McpService::new(runtime);
+            let created = post(
+                &service,
+                "tools/call",
+                "index_folder",
+                json!({"name": "index_folder", "arguments": {}}),
+            )
+            .await;
+            assert_eq!(created["result"]["resultType"], "task", "{created}");
+            let id = created["result"]["taskId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let mut task = json!(null);
+            for _ in 0..200 {
+                task = post(&service, "tasks/get", &id, json!({"taskId": id})).await;
+                if task["result"]["status"] == "completed" {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        let summary = &task["result"]["result"]["structuredContent"];
-        assert_eq!(summary["files"], 2, "{task}");
-        assert_eq!(summary["lines"], 3);
-        assert_eq!(summary["by_extension"]["rs"]["lines"], 2);
-        assert_eq!(summary["largest"][0]["path"], "src/a.rs");
-        let _ = std::fs::remove_dir_all(&dir);
+            let summary = &task["result"]["result"]["structuredContent"];
+            assert_eq!(summary["files"], 2, "{task}");
+            assert_eq!(summary["lines"], 3);
+            assert_eq!(summary["by_extension"]["rs"]["lines"], 2);
+            assert_eq!(summary["largest"][0]["path"], "src/a.rs");
+            let _ = std::fs::remove_dir_all(&dir);
+        });
     }
 }

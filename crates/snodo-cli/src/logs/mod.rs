@@ -152,14 +152,32 @@ pub(crate) fn with_test_subscriber<S, R>(subscriber: S, f: impl FnOnce() -> R) -
 where
     S: tracing::Subscriber + Send + Sync + 'static,
 {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _alone = LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _alone = test_lock();
     tracing::subscriber::with_default(subscriber, || {
         tracing::callsite::rebuild_interest_cache();
         f()
     })
+}
+
+/// Runs `future` on a fresh current-thread runtime while no test holds a subscriber
+/// ([`with_test_subscriber`]): its requests may be the first to reach the request log's
+/// call sites, and a call site registered in parallel with another test's subscriber
+/// can keep "never" as its interest (seen under load: no request line in that test).
+#[cfg(test)]
+pub(crate) fn block_on_alone<F: std::future::Future>(future: F) -> F::Output {
+    let _alone = test_lock();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .block_on(future)
+}
+
+#[cfg(test)]
+fn test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
