@@ -273,6 +273,9 @@ mod tests {
         let seen = Seen::default();
         let subscriber = tracing_subscriber::registry().with(Both(Arc::clone(&seen)));
         tracing::subscriber::with_default(subscriber, || {
+            // A call site another test registered while this subscriber was being set
+            // may have cached "never": ask every live subscriber again.
+            tracing::callsite::rebuild_interest_cache();
             let observe = Observe::default();
             let mut r = observe
                 .begin(Transport::Http, 10, tokio::time::Instant::now())
