@@ -18,7 +18,7 @@ use super::body::Body;
 use super::response;
 use super::service::Shared;
 use crate::caller::Principal;
-use crate::engine::{Engine, Failure, ListenStep, Subscription};
+use crate::engine::{Engine, Failure, Framing, ListenStep, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
 
@@ -53,34 +53,31 @@ struct State {
 }
 
 impl State {
-    /// The next chunk to write (every message of one step as SSE events in one buffer,
-    /// or a keep-alive comment), or `None` at the end.
+    /// The next chunk to write (every message of one step as SSE events, written
+    /// framed into one buffer by the subscription: one allocation, one write), or a
+    /// keep-alive comment, or `None` at the end.
     async fn next(&mut self) -> Option<Bytes> {
         if self.done {
             return None;
         }
         let step = tokio::select! {
             biased;
-            step = self.subscription.next(&self.engine) => step,
+            step = self.subscription.next_framed(&self.engine, SSE) => step,
             _ = self.ticker.tick() => return Some(response::sse_keepalive()),
         };
         match step {
-            ListenStep::Messages(ms) => Some(events(&ms)),
+            ListenStep::Messages(events) => Some(events),
             ListenStep::Closing(result) => {
                 self.done = true;
-                Some(events(std::slice::from_ref(&result)))
+                Some(response::sse_frame(&result))
             }
             ListenStep::Gone => None,
         }
     }
 }
 
-/// `messages` as SSE events, one after the other in one buffer (one write).
-fn events(messages: &[Bytes]) -> Bytes {
-    let len = messages.iter().map(|m| m.len() + 8).sum();
-    let mut out = Vec::with_capacity(len);
-    for m in messages {
-        response::write_sse_frame(&mut out, m);
-    }
-    Bytes::from(out)
-}
+/// Each message as an SSE event (`data: …` and a blank line).
+const SSE: Framing = Framing {
+    prefix: b"data: ",
+    suffix: b"\n\n",
+};
