@@ -2,11 +2,14 @@
 //! then yields only the change notifications the client opted into, each tagged with
 //! the subscription id, and ends with a result when the engine shuts down.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::Engine;
 use super::failure::Failure;
@@ -245,6 +248,50 @@ fn task_message(task: &crate::tasks::TaskRecord, id: &RequestId) -> Bytes {
     notification_message("notifications/tasks", &params)
 }
 
+/// A subscription's wait for the engine's closing, made and registered once rather than
+/// once per poll (a waiter added to the token's list and taken off again each time,
+/// under its lock: about 500 instructions per stream per event), and polled again only
+/// when the token was cancelled or another task polls it: a poll that comes from a
+/// change's wake-up, nearly every one, costs an atomic load and a waker comparison.
+struct Closing {
+    wait: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker the wait holds (`None` before its first poll).
+    waker: Option<Waker>,
+}
+
+impl std::fmt::Debug for Closing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Closing")
+    }
+}
+
+impl Closing {
+    fn new(token: &CancellationToken) -> Self {
+        Self {
+            wait: Box::pin(token.clone().cancelled_owned()),
+            waker: None,
+        }
+    }
+
+    /// Ready once `token` (the one the wait was made from) is cancelled.
+    fn poll(&mut self, token: &CancellationToken, cx: &mut Context<'_>) -> Poll<()> {
+        if !token.is_cancelled()
+            && self
+                .waker
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            // Registered with this very waker: the cancellation wakes it.
+            return Poll::Pending;
+        }
+        let polled = self.wait.as_mut().poll(cx);
+        if polled.is_pending() {
+            self.waker = Some(cx.waker().clone());
+        }
+        polled
+    }
+}
+
 /// Keeps the count of open subscriptions (and the metrics gauge).
 #[derive(Debug)]
 struct Slot(Arc<Engine>, #[allow(dead_code)] Gauged);
@@ -279,6 +326,8 @@ pub(crate) struct Subscription {
     ack: Option<Value>,
     /// The tasks this subscription watches (tasks extension).
     tasks: TaskWatch,
+    /// The engine's closing, waited for across calls of [`Subscription::next`].
+    closing: Closing,
     /// When the resync (or lag) heard first is told, once for every one heard until
     /// then ([`RESYNC_SETTLE`]); kept here so that [`Subscription::next`] stays
     /// cancel-safe.
@@ -329,6 +378,7 @@ impl Subscription {
             changes,
             ack: Some(ack),
             tasks,
+            closing: Closing::new(&engine.closing),
             resync_at: None,
             dialect: call.dialect,
             _watching: watching,
@@ -399,7 +449,7 @@ impl Subscription {
             };
             tokio::select! {
                 biased;
-                () = engine.closing.cancelled() => return Err(ListenStep::Closing(self.final_result(engine))),
+                () = std::future::poll_fn(|cx| self.closing.poll(&engine.closing, cx)) => return Err(ListenStep::Closing(self.final_result(engine))),
                 changed = self.tasks.next() => {
                     for t in &changed {
                         out.push(task_message(t, &self.id));
@@ -522,6 +572,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The wait for the closing is registered once and skipped while the same task
+    /// polls it, yet the cancellation still wakes the task that polled last and is then
+    /// seen; another task polling it takes the registration over.
+    #[test]
+    fn the_closing_wakes_the_task_that_polled_last() {
+        let token = CancellationToken::new();
+        let mut closing = Closing::new(&token);
+        let (a, b) = (Arc::new(Counted::default()), Arc::new(Counted::default()));
+        let (wa, wb) = (Waker::from(Arc::clone(&a)), Waker::from(Arc::clone(&b)));
+        for _ in 0..3 {
+            assert!(closing.poll(&token, &mut Context::from_waker(&wa)).is_pending());
+        }
+        assert!(closing.poll(&token, &mut Context::from_waker(&wb)).is_pending());
+        token.cancel();
+        assert_eq!(b.0.load(Ordering::SeqCst), 1, "the last poller is woken");
+        assert_eq!(a.0.load(Ordering::SeqCst), 0);
+        assert!(closing.poll(&token, &mut Context::from_waker(&wb)).is_ready());
+        // Ready again for a task that never polled it.
+        assert!(closing.poll(&token, &mut Context::from_waker(&wa)).is_ready());
     }
 
     /// Framed, a step's messages are the same messages, each between the prefix and
