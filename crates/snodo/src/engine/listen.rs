@@ -275,12 +275,7 @@ impl Closing {
 
     /// Ready once `token` (the one the wait was made from) is cancelled.
     fn poll(&mut self, token: &CancellationToken, cx: &mut Context<'_>) -> Poll<()> {
-        if !token.is_cancelled()
-            && self
-                .waker
-                .as_ref()
-                .is_some_and(|w| w.will_wake(cx.waker()))
-        {
+        if !token.is_cancelled() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             // Registered with this very waker: the cancellation wakes it.
             return Poll::Pending;
         }
@@ -594,15 +589,31 @@ mod tests {
         let (a, b) = (Arc::new(Counted::default()), Arc::new(Counted::default()));
         let (wa, wb) = (Waker::from(Arc::clone(&a)), Waker::from(Arc::clone(&b)));
         for _ in 0..3 {
-            assert!(closing.poll(&token, &mut Context::from_waker(&wa)).is_pending());
+            assert!(
+                closing
+                    .poll(&token, &mut Context::from_waker(&wa))
+                    .is_pending()
+            );
         }
-        assert!(closing.poll(&token, &mut Context::from_waker(&wb)).is_pending());
+        assert!(
+            closing
+                .poll(&token, &mut Context::from_waker(&wb))
+                .is_pending()
+        );
         token.cancel();
         assert_eq!(b.0.load(Ordering::SeqCst), 1, "the last poller is woken");
         assert_eq!(a.0.load(Ordering::SeqCst), 0);
-        assert!(closing.poll(&token, &mut Context::from_waker(&wb)).is_ready());
+        assert!(
+            closing
+                .poll(&token, &mut Context::from_waker(&wb))
+                .is_ready()
+        );
         // Ready again for a task that never polled it.
-        assert!(closing.poll(&token, &mut Context::from_waker(&wa)).is_ready());
+        assert!(
+            closing
+                .poll(&token, &mut Context::from_waker(&wa))
+                .is_ready()
+        );
     }
 
     /// Framed, a step's messages are the same messages, each between the prefix and
