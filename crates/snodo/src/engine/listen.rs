@@ -323,10 +323,11 @@ pub(crate) struct Subscription {
     tasks: TaskWatch,
     /// The engine's closing, waited for across calls of [`Subscription::next`].
     closing: Closing,
-    /// When the resync (or lag) heard first is told, once for every one heard until
-    /// then ([`RESYNC_SETTLE`]); kept here so that [`Subscription::next`] stays
-    /// cancel-safe.
-    resync_at: Option<tokio::time::Instant>,
+    /// The timer of the resync (or lag) heard first, told when it fires, once for every
+    /// one heard until then ([`RESYNC_SETTLE`]); kept here so that
+    /// [`Subscription::next`] stays cancel-safe, and boxed: none is made, nor carried
+    /// by the future of each step, while no resync waits.
+    resync: Option<Pin<Box<tokio::time::Sleep>>>,
     dialect: &'static Dialect,
     /// Its resource URIs, counted as watched while it is open.
     _watching: crate::runtime::watched::Watching,
@@ -374,7 +375,7 @@ impl Subscription {
             ack: Some(ack),
             tasks,
             closing: Closing::new(&engine.closing),
-            resync_at: None,
+            resync: None,
             dialect: call.dialect,
             _watching: watching,
             _slot: slot,
@@ -434,14 +435,12 @@ impl Subscription {
             return Ok(());
         }
         loop {
-            let resync_at = self.resync_at;
             // A timer only while a resync waits (not one per change delivered).
-            let settled = async move {
-                match resync_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let resync = &mut self.resync;
+            let settled = std::future::poll_fn(move |cx| match resync {
+                Some(sleep) => sleep.as_mut().poll(cx),
+                None => Poll::Pending,
+            });
             tokio::select! {
                 biased;
                 () = std::future::poll_fn(|cx| self.closing.poll(&engine.closing, cx)) => return Err(ListenStep::Closing(self.final_result(engine))),
@@ -450,8 +449,8 @@ impl Subscription {
                         out.push(task_message(t, &self.id));
                     }
                 }
-                () = settled, if resync_at.is_some() => {
-                    self.resync_at = None;
+                () = settled => {
+                    self.resync = None;
                     self.everything(out);
                 }
                 change = self.changes.recv() => match change {
@@ -463,7 +462,7 @@ impl Subscription {
                     // Fell behind, or the bus was away: told once the resyncs and lags
                     // of the next moment are in.
                     Some(Received::Lagged(_) | Received::Resync) => {
-                        self.resync_at.get_or_insert_with(|| tokio::time::Instant::now() + RESYNC_SETTLE);
+                        self.resync.get_or_insert_with(|| Box::pin(tokio::time::sleep(RESYNC_SETTLE)));
                     }
                     None => return Err(ListenStep::Gone),
                 },
