@@ -346,6 +346,39 @@ struct Drainable<C> {
     conn: Pin<Box<C>>,
     signal: Arc<DrainSignal>,
     draining: bool,
+    /// Each wake-up is first sent to the back of the run queue ([`Coalesce::Yes`]).
+    coalesce: Coalesce,
+}
+
+/// Whether a connection's task lets the tasks woken with it run before it writes.
+///
+/// An HTTP/2 connection's streams run in tasks of their own, each handing its frames to
+/// the connection's task and waking it; tokio runs a task woken that way next (its LIFO
+/// slot), so a change delivered to 100 listen streams on one connection was 100 wake-ups
+/// of the connection's task and 100 writes of one small DATA frame each. Yielding once per
+/// wake-up (the task wakes itself and returns: tokio puts a task that woke itself at the
+/// back of the queue) lets every stream woken by the same change hand its frame over
+/// first, and the connection writes them together. An HTTP/1.1 connection has nothing to
+/// gather (its one stream is polled by its own task): `No`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coalesce {
+    No,
+    Yes { yielded: bool },
+}
+
+impl Coalesce {
+    /// Whether this poll yields (the task woken again at once) instead of polling the
+    /// connection: every other poll, when coalescing.
+    fn yields(&mut self, cx: &Context<'_>) -> bool {
+        let Self::Yes { yielded } = self else {
+            return false;
+        };
+        *yielded = !*yielded;
+        if *yielded {
+            cx.waker().wake_by_ref();
+        }
+        *yielded
+    }
 }
 
 impl<C: GracefulConnection> Future for Drainable<C> {
@@ -353,6 +386,9 @@ impl<C: GracefulConnection> Future for Drainable<C> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
         let this = &mut *self;
+        if this.coalesce.yields(cx) {
+            return Poll::Pending;
+        }
         if !this.draining {
             this.signal.waker.register(cx.waker());
             if this.signal.set.load(Ordering::Acquire) {
@@ -365,7 +401,11 @@ impl<C: GracefulConnection> Future for Drainable<C> {
 }
 
 /// Runs `conn` in a task of its own, drained when `signal` is set.
-fn spawn_drainable<C>(conn: C, signal: &Arc<DrainSignal>) -> tokio::task::JoinHandle<()>
+fn spawn_drainable<C>(
+    conn: C,
+    signal: &Arc<DrainSignal>,
+    coalesce: Coalesce,
+) -> tokio::task::JoinHandle<()>
 where
     C: GracefulConnection + Send + 'static,
     C::Error: std::fmt::Display,
@@ -374,6 +414,7 @@ where
         conn: Box::pin(conn),
         signal: Arc::clone(signal),
         draining: false,
+        coalesce,
     };
     tokio::spawn(async move {
         if let Err(e) = conn.await {
@@ -443,18 +484,30 @@ impl Served {
         let mut serving = match speaks {
             Speaks::Http1 => {
                 let svc = service_fn(answer);
-                spawn_drainable(builders.http1.serve_connection(io, svc), &drain)
+                spawn_drainable(
+                    builders.http1.serve_connection(io, svc),
+                    &drain,
+                    Coalesce::No,
+                )
             }
             // HTTP/2 runs each stream in a task of its own: the request's future, a few
             // KiB, would be copied into the stream's future and again into the task;
             // boxed where it is made, only a pointer moves (HTTP/1.1 polls it in place).
             Speaks::Http2 => {
                 let svc = service_fn(move |req| Box::pin(answer(req)));
-                spawn_drainable(builders.http2.serve_connection(io, svc), &drain)
+                spawn_drainable(
+                    builders.http2.serve_connection(io, svc),
+                    &drain,
+                    Coalesce::Yes { yielded: false },
+                )
             }
             Speaks::Unknown => {
                 let svc = service_fn(answer);
-                spawn_drainable(builders.auto.serve_connection(io, svc).into_owned(), &drain)
+                spawn_drainable(
+                    builders.auto.serve_connection(io, svc).into_owned(),
+                    &drain,
+                    Coalesce::No,
+                )
             }
         };
         let expired = deadline.expired();
@@ -508,6 +561,35 @@ impl Served {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A coalescing connection's task yields once per wake-up (waking itself, so that
+    /// it is polled again) before it polls the connection; one that does not coalesce
+    /// polls it every time.
+    #[test]
+    fn a_coalescing_connection_yields_once_per_wake_up() {
+        let woken = Arc::new(Counted::default());
+        let waker = std::task::Waker::from(Arc::clone(&woken));
+        let cx = Context::from_waker(&waker);
+        for (mut coalesce, polls, wakes) in [
+            (Coalesce::Yes { yielded: false }, 3, 3),
+            (Coalesce::No, 6, 0),
+        ] {
+            woken.0.store(0, Ordering::SeqCst);
+            let polled = (0..6).filter(|_| !coalesce.yields(&cx)).count();
+            assert_eq!(polled, polls, "{coalesce:?}");
+            assert_eq!(woken.0.load(Ordering::SeqCst), wakes, "{coalesce:?}");
+        }
+    }
 
     /// The task of a connection lives as long as the connection (an idle listen stream
     /// keeps it for hours): its future must not carry the TLS states on a plain
