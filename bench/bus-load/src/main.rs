@@ -626,7 +626,10 @@ async fn run(a: Args) -> Res<()> {
         per_stream.push(after.saturating_sub(before[i]) as f64 / held as f64);
     }
     if !a.pause.is_zero() {
-        println!("{}: pausing {:?} before the first publish", a.label, a.pause);
+        println!(
+            "{}: pausing {:?} before the first publish",
+            a.label, a.pause
+        );
         tokio::time::sleep(a.pause).await;
     }
     let (all, cpu) = fanout(&a, &mut rx).await?;
