@@ -24,8 +24,11 @@ def main():
     with open(path, errors="replace") as f:
         for line in f:
             m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+            if not m:  # --compress-strings=no: the name itself
+                m = re.match(r"^(c?fn)=()(.+)$", line.rstrip("\n"))
             if m:
                 kind, ident, name = m.groups()
+                ident = ident or name
                 if name:
                     names[ident] = name
                 if kind == "cfn":

@@ -47,6 +47,9 @@ struct Args {
     label: String,
     /// `None`: HTTP/1.1, one connection per stream; `Some(n)`: HTTP/2, n per connection.
     h2: Option<usize>,
+    /// How long to wait, every stream open, before the first publish and after the
+    /// last (a profiler attaches and detaches then: bench/bus-profile.sh).
+    pause: Duration,
 }
 
 impl Args {
@@ -114,6 +117,7 @@ fn args() -> Res<Args> {
             Some("2") => Some(num("per-conn", 100)?.max(1)),
             Some(other) => return Err(format!("--http {other}: 1 or 2")),
         },
+        pause: Duration::from_millis(num("pause-ms", 0)? as u64),
     })
 }
 
@@ -621,6 +625,13 @@ async fn run(a: Args) -> Res<()> {
         );
         per_stream.push(after.saturating_sub(before[i]) as f64 / held as f64);
     }
+    if !a.pause.is_zero() {
+        println!(
+            "{}: pausing {:?} before the first publish",
+            a.label, a.pause
+        );
+        tokio::time::sleep(a.pause).await;
+    }
     let (all, cpu) = fanout(&a, &mut rx).await?;
     println!(
         "{}: publish on instance 1 -> delivery on every stream, {} streams x {} rounds: p50 {}, p99 {}, max {}",
@@ -641,6 +652,10 @@ async fn run(a: Args) -> Res<()> {
         quantile(&all, 0.99).as_secs_f64() * 1000.0,
         quantile(&all, 1.0).as_secs_f64() * 1000.0,
     );
+    if !a.pause.is_zero() {
+        println!("{}: pausing {:?} after the last publish", a.label, a.pause);
+        tokio::time::sleep(a.pause).await;
+    }
     if a.calls > 0 {
         let mut tools = vec!["test_simple_text".to_owned()];
         tools.extend(a.limited.clone());

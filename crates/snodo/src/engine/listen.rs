@@ -2,11 +2,14 @@
 //! then yields only the change notifications the client opted into, each tagged with
 //! the subscription id, and ends with a result when the engine shuts down.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::Engine;
 use super::failure::Failure;
@@ -92,6 +95,79 @@ impl Filter {
     }
 }
 
+/// How a transport frames each message of a step (SSE: `data: ` before, a blank line
+/// after), so that a step's messages are written once, framed, into one buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Framing {
+    pub(crate) prefix: &'static [u8],
+    pub(crate) suffix: &'static [u8],
+}
+
+/// Where one step's messages go: each in a buffer of its own, or all of them framed,
+/// one after the other, in one buffer (one allocation per step on the fan-out path).
+#[derive(Debug)]
+enum Out {
+    Each(Vec<Bytes>),
+    Framed(Framing, Vec<u8>),
+}
+
+impl Out {
+    fn is_empty(&self) -> bool {
+        match self {
+            Self::Each(v) => v.is_empty(),
+            Self::Framed(_, v) => v.is_empty(),
+        }
+    }
+
+    /// The messages, each in a buffer of its own (framed, one buffer holding them all).
+    fn into_messages(self) -> Vec<Bytes> {
+        match self {
+            Self::Each(v) => v,
+            Self::Framed(_, v) => vec![Bytes::from(v)],
+        }
+    }
+
+    /// The messages in one buffer (unframed, one after the other).
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Self::Each(v) if v.len() == 1 => v.into_iter().next().unwrap_or_default(),
+            Self::Each(v) => Bytes::from(v.concat()),
+            Self::Framed(_, v) => Bytes::from(v),
+        }
+    }
+
+    /// Adds a message already written.
+    fn push(&mut self, message: Bytes) {
+        match self {
+            Self::Each(v) => v.push(message),
+            Self::Framed(framing, v) => {
+                v.reserve(framing.prefix.len() + message.len() + framing.suffix.len());
+                v.extend_from_slice(framing.prefix);
+                v.extend_from_slice(&message);
+                v.extend_from_slice(framing.suffix);
+            }
+        }
+    }
+
+    /// Adds a message `write` writes; `len` is its length when known (then the buffer
+    /// of the step's only message is allocated once at its exact size).
+    fn write(&mut self, len: usize, write: impl FnOnce(&mut Vec<u8>)) {
+        match self {
+            Self::Each(v) => {
+                let mut out = Vec::with_capacity(len);
+                write(&mut out);
+                v.push(Bytes::from(out));
+            }
+            Self::Framed(framing, v) => {
+                v.reserve(framing.prefix.len() + len + framing.suffix.len());
+                v.extend_from_slice(framing.prefix);
+                write(v);
+                v.extend_from_slice(framing.suffix);
+            }
+        }
+    }
+}
+
 /// A subscription's change notifications, written without building JSON values: the
 /// three list changes are serialised once, on first use, and shared after that (a clone
 /// of a [`Bytes`] is a reference count); a resource update is the subscription's
@@ -104,6 +180,11 @@ struct Notes {
     lists: [Option<Bytes>; 3],
 }
 
+/// `notifications/resources/updated` up to its `_meta`.
+const UPDATED_HEAD: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":"#;
+const UPDATED_URI: &[u8] = br#","uri":"#;
+
 impl Notes {
     fn new(id: &RequestId) -> Self {
         let meta = serde_json::to_string(&json!({ SUBSCRIPTION_ID: id })).unwrap_or_default();
@@ -113,42 +194,50 @@ impl Notes {
         }
     }
 
-    /// The notification for `change`.
-    fn message(&mut self, change: &Change) -> Bytes {
+    /// Writes the notification for `change` to `out`.
+    fn write(&mut self, change: &Change, out: &mut Out) {
         let (slot, method) = match change {
             Change::ToolsListChanged => (0, "notifications/tools/list_changed"),
             Change::PromptsListChanged => (1, "notifications/prompts/list_changed"),
             Change::ResourcesListChanged => (2, "notifications/resources/list_changed"),
-            Change::ResourceUpdated(uri) => return self.updated(uri),
+            Change::ResourceUpdated(uri) => return self.updated(uri, out),
             // Never wanted (`Filter::wants`), so never written; were it, a list change.
             Change::Resync => (0, "notifications/tools/list_changed"),
         };
         let meta = &self.meta;
-        self.lists[slot]
-            .get_or_insert_with(|| {
-                let mut out = Vec::with_capacity(64 + method.len() + meta.len());
-                out.extend_from_slice(br#"{"jsonrpc":"2.0","method":""#);
-                out.extend_from_slice(method.as_bytes());
-                out.extend_from_slice(br#"","params":{"_meta":"#);
-                out.extend_from_slice(meta.as_bytes());
-                out.extend_from_slice(b"}}");
-                Bytes::from(out)
-            })
-            .clone()
+        let message = self.lists[slot].get_or_insert_with(|| {
+            let mut out = Vec::with_capacity(64 + method.len() + meta.len());
+            out.extend_from_slice(br#"{"jsonrpc":"2.0","method":""#);
+            out.extend_from_slice(method.as_bytes());
+            out.extend_from_slice(br#"","params":{"_meta":"#);
+            out.extend_from_slice(meta.as_bytes());
+            out.extend_from_slice(b"}}");
+            Bytes::from(out)
+        });
+        out.push(message.clone());
     }
 
-    /// `notifications/resources/updated` for `uri`.
-    fn updated(&self, uri: &str) -> Bytes {
-        const HEAD: &[u8] =
-            br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":"#;
-        let mut out = Vec::with_capacity(HEAD.len() + self.meta.len() + uri.len() + 16);
-        out.extend_from_slice(HEAD);
-        out.extend_from_slice(self.meta.as_bytes());
-        out.extend_from_slice(br#","uri":"#);
-        // A string always serialises.
-        let _ = serde_json::to_writer(&mut out, uri);
-        out.extend_from_slice(b"}}");
-        Bytes::from(out)
+    /// Writes `notifications/resources/updated` for `uri` to `out`: a URI that JSON
+    /// needs not escape (nearly all) is copied between its quotes, at a length known
+    /// beforehand; any other is written by serde_json.
+    fn updated(&self, uri: &str, out: &mut Out) {
+        let plain = !uri.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+        let fixed = UPDATED_HEAD.len() + self.meta.len() + UPDATED_URI.len() + 2;
+        let len = fixed + uri.len() + if plain { 2 } else { 16 };
+        out.write(len, |out| {
+            out.extend_from_slice(UPDATED_HEAD);
+            out.extend_from_slice(self.meta.as_bytes());
+            out.extend_from_slice(UPDATED_URI);
+            if plain {
+                out.push(b'"');
+                out.extend_from_slice(uri.as_bytes());
+                out.push(b'"');
+            } else {
+                // A string always serialises.
+                let _ = serde_json::to_writer(&mut *out, uri);
+            }
+            out.extend_from_slice(b"}}");
+        });
     }
 }
 
@@ -157,6 +246,45 @@ fn task_message(task: &crate::tasks::TaskRecord, id: &RequestId) -> Bytes {
     let mut params = crate::tasks::wire::detailed(task);
     params.insert("_meta".into(), json!({ SUBSCRIPTION_ID: id }));
     notification_message("notifications/tasks", &params)
+}
+
+/// A subscription's wait for the engine's closing, made and registered once rather than
+/// once per poll (a waiter added to the token's list and taken off again each time,
+/// under its lock: about 500 instructions per stream per event), and polled again only
+/// when the token was cancelled or another task polls it: a poll that comes from a
+/// change's wake-up, nearly every one, costs an atomic load and a waker comparison.
+struct Closing {
+    wait: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker the wait holds (`None` before its first poll).
+    waker: Option<Waker>,
+}
+
+impl std::fmt::Debug for Closing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Closing")
+    }
+}
+
+impl Closing {
+    fn new(token: &CancellationToken) -> Self {
+        Self {
+            wait: Box::pin(token.clone().cancelled_owned()),
+            waker: None,
+        }
+    }
+
+    /// Ready once `token` (the one the wait was made from) is cancelled.
+    fn poll(&mut self, token: &CancellationToken, cx: &mut Context<'_>) -> Poll<()> {
+        if !token.is_cancelled() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            // Registered with this very waker: the cancellation wakes it.
+            return Poll::Pending;
+        }
+        let polled = self.wait.as_mut().poll(cx);
+        if polled.is_pending() {
+            self.waker = Some(cx.waker().clone());
+        }
+        polled
+    }
 }
 
 /// Keeps the count of open subscriptions (and the metrics gauge).
@@ -169,11 +297,12 @@ impl Drop for Slot {
     }
 }
 
-/// What a subscription yields next.
+/// What a subscription yields next: its messages each in a buffer of its own
+/// ([`Subscription::next`]), or framed in one ([`Subscription::next_framed`]).
 #[derive(Debug)]
-pub(crate) enum ListenStep {
+pub(crate) enum ListenStep<M = Vec<Bytes>> {
     /// Notifications to deliver, in order (the acknowledgement first).
-    Messages(Vec<Bytes>),
+    Messages(M),
     /// The engine shuts down: the listen request's final result.
     Closing(Bytes),
     /// The change feed is gone: end without a result.
@@ -192,10 +321,13 @@ pub(crate) struct Subscription {
     ack: Option<Value>,
     /// The tasks this subscription watches (tasks extension).
     tasks: TaskWatch,
-    /// When the resync (or lag) heard first is told, once for every one heard until
-    /// then ([`RESYNC_SETTLE`]); kept here so that [`Subscription::next`] stays
-    /// cancel-safe.
-    resync_at: Option<tokio::time::Instant>,
+    /// The engine's closing, waited for across calls of [`Subscription::next`].
+    closing: Closing,
+    /// The timer of the resync (or lag) heard first, told when it fires, once for every
+    /// one heard until then ([`RESYNC_SETTLE`]); kept here so that
+    /// [`Subscription::next`] stays cancel-safe, and boxed: none is made, nor carried
+    /// by the future of each step, while no resync waits.
+    resync: Option<Pin<Box<tokio::time::Sleep>>>,
     dialect: &'static Dialect,
     /// Its resource URIs, counted as watched while it is open.
     _watching: crate::runtime::watched::Watching,
@@ -242,7 +374,8 @@ impl Subscription {
             changes,
             ack: Some(ack),
             tasks,
-            resync_at: None,
+            closing: Closing::new(&engine.closing),
+            resync: None,
             dialect: call.dialect,
             _watching: watching,
             _slot: slot,
@@ -255,8 +388,33 @@ impl Subscription {
         &self.id
     }
 
-    /// The next messages, or the end. Cancel-safe.
+    /// The next messages, each in a buffer of its own, or the end. Cancel-safe.
     pub(crate) async fn next(&mut self, engine: &Engine) -> ListenStep {
+        let mut out = Out::Each(Vec::new());
+        match self.fill(engine, &mut out).await {
+            Ok(()) => ListenStep::Messages(out.into_messages()),
+            Err(end) => end,
+        }
+    }
+
+    /// The next messages, each framed by `framing`, one after the other in one buffer
+    /// (one allocation, one write), or the end (its result not framed). Cancel-safe.
+    pub(crate) async fn next_framed(
+        &mut self,
+        engine: &Engine,
+        framing: Framing,
+    ) -> ListenStep<Bytes> {
+        let mut out = Out::Framed(framing, Vec::new());
+        match self.fill(engine, &mut out).await {
+            Ok(()) => ListenStep::Messages(out.into_bytes()),
+            Err(ListenStep::Closing(result)) => ListenStep::Closing(result),
+            Err(_) => ListenStep::Gone,
+        }
+    }
+
+    /// Writes the next messages to `out` (it is left empty until they are all there),
+    /// or says how the subscription ends. Cancel-safe.
+    async fn fill(&mut self, engine: &Engine, out: &mut Out) -> Result<(), ListenStep> {
         if let Some(mut notifications) = self.ack.take() {
             // The tasks the caller owns, with their current state (a change made before
             // the subscription opened is not lost).
@@ -267,73 +425,69 @@ impl Subscription {
             }
             let ack =
                 json!({"_meta": { SUBSCRIPTION_ID: self.id }, "notifications": notifications});
-            let mut out = vec![notification_message(
+            out.push(notification_message(
                 "notifications/subscriptions/acknowledged",
                 &ack,
-            )];
-            out.extend(current.iter().map(|t| task_message(t, &self.id)));
-            return ListenStep::Messages(out);
+            ));
+            for t in &current {
+                out.push(task_message(t, &self.id));
+            }
+            return Ok(());
         }
         loop {
-            let resync_at = self.resync_at;
             // A timer only while a resync waits (not one per change delivered).
-            let settled = async move {
-                match resync_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let out = tokio::select! {
+            let resync = &mut self.resync;
+            let settled = std::future::poll_fn(move |cx| match resync {
+                Some(sleep) => sleep.as_mut().poll(cx),
+                None => Poll::Pending,
+            });
+            tokio::select! {
                 biased;
-                () = engine.closing.cancelled() => return ListenStep::Closing(self.final_result(engine)),
-                changed = self.tasks.next() => changed.iter().map(|t| task_message(t, &self.id)).collect(),
-                () = settled, if resync_at.is_some() => {
-                    self.resync_at = None;
-                    self.everything()
+                () = std::future::poll_fn(|cx| self.closing.poll(&engine.closing, cx)) => return Err(ListenStep::Closing(self.final_result(engine))),
+                changed = self.tasks.next() => {
+                    for t in &changed {
+                        out.push(task_message(t, &self.id));
+                    }
+                }
+                () = settled => {
+                    self.resync = None;
+                    self.everything(out);
                 }
                 change = self.changes.recv() => match change {
                     Some(Received::Item(change)) => {
                         if self.filter.wants(&change) {
-                            vec![self.notes.message(&change)]
-                        } else {
-                            Vec::new()
+                            self.notes.write(&change, out);
                         }
                     }
                     // Fell behind, or the bus was away: told once the resyncs and lags
                     // of the next moment are in.
                     Some(Received::Lagged(_) | Received::Resync) => {
-                        self.resync_at.get_or_insert_with(|| tokio::time::Instant::now() + RESYNC_SETTLE);
-                        Vec::new()
+                        self.resync.get_or_insert_with(|| Box::pin(tokio::time::sleep(RESYNC_SETTLE)));
                     }
-                    None => return ListenStep::Gone,
+                    None => return Err(ListenStep::Gone),
                 },
-            };
-            let out: Vec<Bytes> = out;
+            }
             if !out.is_empty() {
-                return ListenStep::Messages(out);
+                return Ok(());
             }
         }
     }
 
     /// What a resync or a lag tells: every watched list may have changed and every
     /// watched resource may have been updated.
-    fn everything(&mut self) -> Vec<Bytes> {
-        let mut out: Vec<Bytes> = [
+    fn everything(&mut self, out: &mut Out) {
+        for c in [
             Change::ToolsListChanged,
             Change::PromptsListChanged,
             Change::ResourcesListChanged,
-        ]
-        .iter()
-        .filter(|c| self.filter.wants(c))
-        .map(|c| self.notes.message(c))
-        .collect();
-        out.extend(
-            self.filter
-                .watched
-                .iter()
-                .map(|uri| self.notes.updated(uri)),
-        );
-        out
+        ] {
+            if self.filter.wants(&c) {
+                self.notes.write(&c, out);
+            }
+        }
+        for uri in &self.filter.watched {
+            self.notes.updated(uri, out);
+        }
     }
 
     /// The result that ends the subscription, in the router's envelope for its dialect.
@@ -370,6 +524,13 @@ mod tests {
         serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {b:?}"))
     }
 
+    /// The messages `notes` writes for `change`, each on its own.
+    fn each(notes: &mut Notes, change: &Change) -> Vec<Bytes> {
+        let mut out = Out::Each(Vec::new());
+        notes.write(change, &mut out);
+        out.into_messages()
+    }
+
     #[test]
     fn notifications_are_the_json_serde_would_write() {
         let ids = [
@@ -389,17 +550,106 @@ mod tests {
                     "notifications/resources/list_changed",
                 ),
             ] {
-                let first = notes.message(&change);
-                assert_eq!(parse(&first), by_serde(method, id, None));
+                let first = each(&mut notes, &change);
+                assert_eq!(first.len(), 1);
+                assert_eq!(parse(&first[0]), by_serde(method, id, None));
                 // Shared, not written again.
-                assert_eq!(notes.message(&change).as_ptr(), first.as_ptr());
+                assert_eq!(each(&mut notes, &change)[0].as_ptr(), first[0].as_ptr());
             }
-            let uri = "file:///a \"b\"\\c\n\u{7f}/ü";
-            let updated = notes.message(&Change::ResourceUpdated(uri.into()));
-            assert_eq!(
-                parse(&updated),
-                by_serde("notifications/resources/updated", id, Some(uri))
+            // Escaped by serde_json, and copied as it is.
+            for uri in ["file:///a \"b\"\\c\n\u{7f}/ü", "test://x/é ?y=1&z=\u{7f}"] {
+                let updated = each(&mut notes, &Change::ResourceUpdated(uri.into()));
+                assert_eq!(updated.len(), 1);
+                assert_eq!(
+                    parse(&updated[0]),
+                    by_serde("notifications/resources/updated", id, Some(uri))
+                );
+            }
+        }
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The wait for the closing is registered once and skipped while the same task
+    /// polls it, yet the cancellation still wakes the task that polled last and is then
+    /// seen; another task polling it takes the registration over.
+    #[test]
+    fn the_closing_wakes_the_task_that_polled_last() {
+        let token = CancellationToken::new();
+        let mut closing = Closing::new(&token);
+        let (a, b) = (Arc::new(Counted::default()), Arc::new(Counted::default()));
+        let (wa, wb) = (Waker::from(Arc::clone(&a)), Waker::from(Arc::clone(&b)));
+        for _ in 0..3 {
+            assert!(
+                closing
+                    .poll(&token, &mut Context::from_waker(&wa))
+                    .is_pending()
             );
         }
+        assert!(
+            closing
+                .poll(&token, &mut Context::from_waker(&wb))
+                .is_pending()
+        );
+        token.cancel();
+        assert_eq!(b.0.load(Ordering::SeqCst), 1, "the last poller is woken");
+        assert_eq!(a.0.load(Ordering::SeqCst), 0);
+        assert!(
+            closing
+                .poll(&token, &mut Context::from_waker(&wb))
+                .is_ready()
+        );
+        // Ready again for a task that never polled it.
+        assert!(
+            closing
+                .poll(&token, &mut Context::from_waker(&wa))
+                .is_ready()
+        );
+    }
+
+    /// Framed, a step's messages are the same messages, each between the prefix and
+    /// the suffix, one after the other.
+    #[test]
+    fn framed_messages_are_each_message_framed() {
+        const SSE: Framing = Framing {
+            prefix: b"data: ",
+            suffix: b"\n\n",
+        };
+        let mut notes = Notes::new(&RequestId::Number(3));
+        let changes = [
+            Change::ToolsListChanged,
+            Change::ResourceUpdated("test://a/\"q\"".into()),
+            Change::ResourceUpdated("test://b".into()),
+        ];
+        let mut each = Out::Each(Vec::new());
+        let mut framed = Out::Framed(SSE, Vec::new());
+        for c in &changes {
+            notes.write(c, &mut each);
+            notes.write(c, &mut framed);
+        }
+        let mut expected = Vec::new();
+        for m in each.into_messages() {
+            expected.extend_from_slice(b"data: ");
+            expected.extend_from_slice(&m);
+            expected.extend_from_slice(b"\n\n");
+        }
+        assert_eq!(framed.into_bytes(), Bytes::from(expected));
+
+        // One update with a plain URI fills its buffer exactly: `Bytes::from` keeps it
+        // (no second allocation for a shared header, as one with room to spare takes).
+        let mut framed = Out::Framed(SSE, Vec::new());
+        notes.write(&Change::ResourceUpdated("test://b/é".into()), &mut framed);
+        let Out::Framed(_, v) = framed else {
+            panic!("still framed")
+        };
+        assert_eq!(v.len(), v.capacity());
     }
 }

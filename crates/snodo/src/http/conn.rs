@@ -302,25 +302,10 @@ impl<S: Stream> Connection<S> {
         };
         match tls {
             None => served.run(io, speaks, handler).await,
+            // Boxed: the TLS handshake's and the TLS connection's states (about 3.8 KiB)
+            // are not carried, for its whole life, by every plain connection's task.
             #[cfg(feature = "tls")]
-            Some(acceptor) => {
-                // The handshake is part of the head: it must end within the head
-                // timeout (and shutdown does not wait for it).
-                let shaken = tokio::select! {
-                    s = tokio::time::timeout(limits.head_timeout, acceptor.accept(io)) => s,
-                    () = served.closing.cancelled() => return,
-                };
-                match shaken {
-                    Ok(Ok(tls)) => {
-                        let speaks = Speaks::from_alpn(tls.get_ref().1.alpn_protocol());
-                        served.run(tls, speaks, handler).await;
-                    }
-                    Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                    Err(_) => tracing::debug!(
-                        "closing a connection whose TLS handshake did not end in time"
-                    ),
-                }
-            }
+            Some(acceptor) => Box::pin(served.run_tls(acceptor, io, handler)).await,
             #[cfg(not(feature = "tls"))]
             Some(never) => match never {},
         }
@@ -361,6 +346,39 @@ struct Drainable<C> {
     conn: Pin<Box<C>>,
     signal: Arc<DrainSignal>,
     draining: bool,
+    /// Each wake-up is first sent to the back of the run queue ([`Coalesce::Yes`]).
+    coalesce: Coalesce,
+}
+
+/// Whether a connection's task lets the tasks woken with it run before it writes.
+///
+/// An HTTP/2 connection's streams run in tasks of their own, each handing its frames to
+/// the connection's task and waking it; tokio runs a task woken that way next (its LIFO
+/// slot), so a change delivered to 100 listen streams on one connection was 100 wake-ups
+/// of the connection's task and 100 writes of one small DATA frame each. Yielding once per
+/// wake-up (the task wakes itself and returns: tokio puts a task that woke itself at the
+/// back of the queue) lets every stream woken by the same change hand its frame over
+/// first, and the connection writes them together. An HTTP/1.1 connection has nothing to
+/// gather (its one stream is polled by its own task): `No`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coalesce {
+    No,
+    Yes { yielded: bool },
+}
+
+impl Coalesce {
+    /// Whether this poll yields (the task woken again at once) instead of polling the
+    /// connection: every other poll, when coalescing.
+    fn yields(&mut self, cx: &Context<'_>) -> bool {
+        let Self::Yes { yielded } = self else {
+            return false;
+        };
+        *yielded = !*yielded;
+        if *yielded {
+            cx.waker().wake_by_ref();
+        }
+        *yielded
+    }
 }
 
 impl<C: GracefulConnection> Future for Drainable<C> {
@@ -368,6 +386,9 @@ impl<C: GracefulConnection> Future for Drainable<C> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
         let this = &mut *self;
+        if this.coalesce.yields(cx) {
+            return Poll::Pending;
+        }
         if !this.draining {
             this.signal.waker.register(cx.waker());
             if this.signal.set.load(Ordering::Acquire) {
@@ -380,7 +401,11 @@ impl<C: GracefulConnection> Future for Drainable<C> {
 }
 
 /// Runs `conn` in a task of its own, drained when `signal` is set.
-fn spawn_drainable<C>(conn: C, signal: &Arc<DrainSignal>) -> tokio::task::JoinHandle<()>
+fn spawn_drainable<C>(
+    conn: C,
+    signal: &Arc<DrainSignal>,
+    coalesce: Coalesce,
+) -> tokio::task::JoinHandle<()>
 where
     C: GracefulConnection + Send + 'static,
     C::Error: std::fmt::Display,
@@ -389,6 +414,7 @@ where
         conn: Box::pin(conn),
         signal: Arc::clone(signal),
         draining: false,
+        coalesce,
     };
     tokio::spawn(async move {
         if let Err(e) = conn.await {
@@ -398,6 +424,30 @@ where
 }
 
 impl Served {
+    /// [`Served::run`] past a TLS handshake, which is part of the head: it must end
+    /// within the head timeout (and shutdown does not wait for it).
+    #[cfg(feature = "tls")]
+    async fn run_tls<S: Stream, H, Fut>(self, acceptor: TlsAcceptor, io: Watched<S>, handler: H)
+    where
+        H: Fn(Request<Incoming>, Answering) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answered> + Send + 'static,
+    {
+        let shaken = tokio::select! {
+            s = tokio::time::timeout(self.limits.head_timeout, acceptor.accept(io)) => s,
+            () = self.closing.cancelled() => return,
+        };
+        match shaken {
+            Ok(Ok(tls)) => {
+                let speaks = Speaks::from_alpn(tls.get_ref().1.alpn_protocol());
+                self.run(tls, speaks, handler).await;
+            }
+            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+            Err(_) => {
+                tracing::debug!("closing a connection whose TLS handshake did not end in time");
+            }
+        }
+    }
+
     async fn run<I, H, Fut>(self, io: I, speaks: Speaks, handler: H)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -434,18 +484,30 @@ impl Served {
         let mut serving = match speaks {
             Speaks::Http1 => {
                 let svc = service_fn(answer);
-                spawn_drainable(builders.http1.serve_connection(io, svc), &drain)
+                spawn_drainable(
+                    builders.http1.serve_connection(io, svc),
+                    &drain,
+                    Coalesce::No,
+                )
             }
             // HTTP/2 runs each stream in a task of its own: the request's future, a few
             // KiB, would be copied into the stream's future and again into the task;
             // boxed where it is made, only a pointer moves (HTTP/1.1 polls it in place).
             Speaks::Http2 => {
                 let svc = service_fn(move |req| Box::pin(answer(req)));
-                spawn_drainable(builders.http2.serve_connection(io, svc), &drain)
+                spawn_drainable(
+                    builders.http2.serve_connection(io, svc),
+                    &drain,
+                    Coalesce::Yes { yielded: false },
+                )
             }
             Speaks::Unknown => {
                 let svc = service_fn(answer);
-                spawn_drainable(builders.auto.serve_connection(io, svc).into_owned(), &drain)
+                spawn_drainable(
+                    builders.auto.serve_connection(io, svc).into_owned(),
+                    &drain,
+                    Coalesce::No,
+                )
             }
         };
         let expired = deadline.expired();
@@ -493,5 +555,79 @@ impl Served {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A coalescing connection's task yields once per wake-up (waking itself, so that
+    /// it is polled again) before it polls the connection; one that does not coalesce
+    /// polls it every time.
+    #[test]
+    fn a_coalescing_connection_yields_once_per_wake_up() {
+        let woken = Arc::new(Counted::default());
+        let waker = std::task::Waker::from(Arc::clone(&woken));
+        let cx = Context::from_waker(&waker);
+        for (mut coalesce, polls, wakes) in [
+            (Coalesce::Yes { yielded: false }, 3, 3),
+            (Coalesce::No, 6, 0),
+        ] {
+            woken.0.store(0, Ordering::SeqCst);
+            let polled = (0..6).filter(|_| !coalesce.yields(&cx)).count();
+            assert_eq!(polled, polls, "{coalesce:?}");
+            assert_eq!(woken.0.load(Ordering::SeqCst), wakes, "{coalesce:?}");
+        }
+    }
+
+    /// The task of a connection lives as long as the connection (an idle listen stream
+    /// keeps it for hours): its future must not carry the TLS states on a plain
+    /// connection. (With the `tls` feature it was 4,808 bytes, most of them the TLS
+    /// handshake's and the TLS connection's states, on every connection; 1,032 since.)
+    #[tokio::test]
+    async fn a_connection_task_is_small() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let _client = tokio::net::TcpStream::connect(addr).await;
+        let (stream, _) = listener.accept().await.unwrap_or_else(|e| panic!("{e}"));
+        let limits = ConnLimits {
+            max_connections: 1,
+            head_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            max_headers: 100,
+            http2: Http2Limits::default(),
+        };
+        let permit = Arc::new(Semaphore::new(1))
+            .acquire_owned()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let connection = Connection {
+            stream,
+            permit,
+            limits,
+            tls: None,
+            builders: Arc::new(Builders::new(&limits)),
+            closing: CancellationToken::new(),
+            abort: CancellationToken::new(),
+        };
+        let serve = connection.serve(|_req: Request<Incoming>, answering: Answering| async move {
+            answered(Response::new(Body::empty()), answering)
+        });
+        let size = std::mem::size_of_val(&serve);
+        eprintln!("connection future: {size} bytes");
+        assert!(size <= 1536, "{size} bytes");
     }
 }

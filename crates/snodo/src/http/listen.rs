@@ -8,17 +8,20 @@
 //! kilobyte per stream); a client slow to read is not polled, and its subscription's
 //! bounded backlog tells it, when it catches up, that every watched list changed.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
-use tokio::time::Interval;
+use tokio::time::Sleep;
 
 use super::body::Body;
 use super::response;
 use super::service::Shared;
 use crate::caller::Principal;
-use crate::engine::{Engine, Failure, ListenStep, Subscription};
+use crate::engine::{Engine, Failure, Framing, ListenStep, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
 
@@ -33,7 +36,7 @@ pub(crate) fn serve(
     let state = State {
         subscription,
         engine: Arc::clone(&shared.engine),
-        ticker: super::sse::keep_alive_ticker(shared.config.keep_alive),
+        keep_alive: KeepAlive::new(shared.config.keep_alive),
         done: false,
     };
     let events = futures_util::stream::unfold(state, |mut state| async move {
@@ -47,40 +50,82 @@ pub(crate) fn serve(
 struct State {
     subscription: Subscription,
     engine: Arc<Engine>,
-    ticker: Interval,
+    keep_alive: KeepAlive,
     /// The final result was sent: the body ends.
     done: bool,
 }
 
 impl State {
-    /// The next chunk to write (every message of one step as SSE events in one buffer,
-    /// or a keep-alive comment), or `None` at the end.
+    /// The next chunk to write (every message of one step as SSE events, written
+    /// framed into one buffer by the subscription: one allocation, one write), or a
+    /// keep-alive comment, or `None` at the end.
     async fn next(&mut self) -> Option<Bytes> {
         if self.done {
             return None;
         }
         let step = tokio::select! {
             biased;
-            step = self.subscription.next(&self.engine) => step,
-            _ = self.ticker.tick() => return Some(response::sse_keepalive()),
+            step = self.subscription.next_framed(&self.engine, SSE) => step,
+            () = std::future::poll_fn(|cx| self.keep_alive.poll_tick(cx)) => {
+                return Some(response::sse_keepalive());
+            }
         };
         match step {
-            ListenStep::Messages(ms) => Some(events(&ms)),
+            ListenStep::Messages(events) => Some(events),
             ListenStep::Closing(result) => {
                 self.done = true;
-                Some(events(std::slice::from_ref(&result)))
+                Some(response::sse_frame(&result))
             }
             ListenStep::Gone => None,
         }
     }
 }
 
-/// `messages` as SSE events, one after the other in one buffer (one write).
-fn events(messages: &[Bytes]) -> Bytes {
-    let len = messages.iter().map(|m| m.len() + 8).sum();
-    let mut out = Vec::with_capacity(len);
-    for m in messages {
-        response::write_sse_frame(&mut out, m);
+/// Each message as an SSE event (`data: …` and a blank line).
+const SSE: Framing = Framing {
+    prefix: b"data: ",
+    suffix: b"\n\n",
+};
+
+/// The keep-alive comment's timer: a tick every period, the first a whole period from
+/// now (as [`super::sse::keep_alive_ticker`]'s), polled only when it fired or another
+/// task polls it. An interval polled beside the subscription re-registered its waker in
+/// the timer on every poll: about 300 instructions per stream per event.
+struct KeepAlive {
+    sleep: Pin<Box<Sleep>>,
+    every: Duration,
+    /// The waker the timer holds (`None` before the first poll and after a tick).
+    waker: Option<Waker>,
+}
+
+impl KeepAlive {
+    fn new(every: Duration) -> Self {
+        let first = crate::engine::deadline(tokio::time::Instant::now(), every);
+        Self {
+            sleep: Box::pin(tokio::time::sleep_until(first)),
+            every,
+            waker: None,
+        }
     }
-    Bytes::from(out)
+
+    /// Ready once a period has passed since the last tick.
+    fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.sleep.is_elapsed() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            // Registered with this very waker: the timer wakes it when it fires.
+            return Poll::Pending;
+        }
+        match self.sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                let next = crate::engine::deadline(self.sleep.deadline(), self.every);
+                self.sleep.as_mut().reset(next);
+                self.waker = None;
+                Poll::Ready(())
+            }
+            Poll::Pending => {
+                self.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
 }

@@ -476,3 +476,69 @@ async fn shutdown_ends_a_listen_stream_with_its_result() {
     );
     assert_schema(V, "JSONRPCResultResponse", &end);
 }
+
+/// An idle listen stream sends a keep-alive comment every period, before and after a
+/// change it delivered (the timer is re-armed after each tick and keeps firing while
+/// the stream's task is woken by changes instead).
+#[tokio::test]
+async fn an_idle_listen_stream_sends_keep_alives_around_its_changes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = builder(&MODERN).list_changed(true).build().unwrap();
+    let config = snodo::http::HttpConfig::default()
+        .disconnect_probe(Some(Duration::from_secs(5)), Duration::from_millis(40));
+    let s = TestServer::start_with(rt.clone(), config).await;
+    let body = listen_body(json!("ka"), json!({"toolsListChanged": true}));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {V}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        s.addr,
+        body.len()
+    );
+    let mut io = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    io.write_all(request.as_bytes()).await.unwrap();
+    // Reads for `wait`: what arrived, as text.
+    async fn read_for(io: &mut tokio::net::TcpStream, wait: Duration) -> String {
+        let until = tokio::time::Instant::now() + wait;
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(Ok(n)) = tokio::time::timeout_at(until, io.read(&mut chunk)).await {
+            assert!(n > 0, "the stream ended: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    }
+    let before = read_for(&mut io, Duration::from_millis(400)).await;
+    assert!(
+        before.contains("notifications/subscriptions/acknowledged"),
+        "{before}"
+    );
+    let ticks = before.matches(": keep-alive\n\n").count();
+    // One a period: neither stopped nor spinning.
+    assert!(
+        (3..=15).contains(&ticks),
+        "{ticks} keep-alives in 400 ms at 40 ms: {before}"
+    );
+    for i in 0..3 {
+        rt.update(|c| {
+            c.add_tool(
+                Tool::new(format!("t{i}"))
+                    .description("new")
+                    .raw_handler(|_, _| async { "ok" }),
+            )
+        })
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let after = read_for(&mut io, Duration::from_millis(400)).await;
+    assert!(
+        after.contains("notifications/tools/list_changed"),
+        "{after}"
+    );
+    let (_, tail) = after
+        .rsplit_once("notifications/tools/list_changed")
+        .unwrap();
+    let ticks = tail.matches(": keep-alive\n\n").count();
+    assert!(
+        (3..=15).contains(&ticks),
+        "{ticks} keep-alives after the changes: {after}"
+    );
+}
