@@ -279,8 +279,12 @@ impl Closing {
             // Registered with this very waker: the cancellation wakes it.
             return Poll::Pending;
         }
+        // As the keep-alive's timer: remembered only if the wait could register (a
+        // future of tokio's answers Pending without registering once the task's budget
+        // is spent).
+        let registers = tokio::task::coop::has_budget_remaining();
         let polled = self.wait.as_mut().poll(cx);
-        if polled.is_pending() {
+        if polled.is_pending() && registers {
             self.waker = Some(cx.waker().clone());
         }
         polled

@@ -221,11 +221,12 @@ impl HttpConfig {
     }
 
     /// Sets how long a silent request waits before switching to SSE keep-alives
-    /// (`None`: never), and the keep-alive interval.
+    /// (`None`: never), and the keep-alive interval (at least 1 ms: a zero interval
+    /// would send keep-alives as fast as the timer turns).
     #[must_use]
     pub fn disconnect_probe(mut self, after: Option<Duration>, keep_alive: Duration) -> Self {
         self.disconnect_probe = after;
-        self.keep_alive = keep_alive;
+        self.keep_alive = keep_alive.max(Duration::from_millis(1));
         self
     }
 

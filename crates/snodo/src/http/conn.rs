@@ -595,6 +595,7 @@ mod tests {
     /// keeps it for hours): its future must not carry the TLS states on a plain
     /// connection. (With the `tls` feature it was 4,808 bytes, most of them the TLS
     /// handshake's and the TLS connection's states, on every connection; 1,032 since.)
+    #[cfg(feature = "tls")]
     #[tokio::test]
     async fn a_connection_task_is_small() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

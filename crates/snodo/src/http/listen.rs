@@ -115,6 +115,10 @@ impl KeepAlive {
             // Registered with this very waker: the timer wakes it when it fires.
             return Poll::Pending;
         }
+        // With the task's budget spent, the timer answers Pending without registering
+        // anything (it has the task polled again): remembering the waker then would skip
+        // the timer for good.
+        let registers = tokio::task::coop::has_budget_remaining();
         match self.sleep.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 let next = crate::engine::deadline(self.sleep.deadline(), self.every);
@@ -123,9 +127,43 @@ impl KeepAlive {
                 Poll::Ready(())
             }
             Poll::Pending => {
-                self.waker = Some(cx.waker().clone());
+                self.waker = registers.then(|| cx.waker().clone());
                 Poll::Pending
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spends the current task's budget.
+    fn spend_budget(cx: &mut Context<'_>) {
+        while tokio::task::coop::has_budget_remaining() {
+            match tokio::task::coop::poll_proceed(cx) {
+                Poll::Ready(spent) => spent.made_progress(),
+                Poll::Pending => break,
+            }
+        }
+    }
+
+    /// A tick polled when the task's budget is spent (a backlog of changes the stream
+    /// does not want can spend it) still comes: the timer registers on a later poll.
+    #[tokio::test(start_paused = true)]
+    async fn a_tick_polled_without_budget_still_comes() {
+        let mut keep_alive = KeepAlive::new(Duration::from_millis(50));
+        std::future::poll_fn(|cx| {
+            spend_budget(cx);
+            assert!(keep_alive.poll_tick(cx).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        let ticked = tokio::time::timeout(
+            Duration::from_secs(1),
+            std::future::poll_fn(|cx| keep_alive.poll_tick(cx)),
+        )
+        .await;
+        assert!(ticked.is_ok(), "the keep-alive never ticked");
     }
 }
