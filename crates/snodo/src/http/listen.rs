@@ -21,7 +21,7 @@ use super::body::Body;
 use super::response;
 use super::service::Shared;
 use crate::caller::Principal;
-use crate::engine::{Engine, Failure, Framing, ListenStep, Subscription};
+use crate::engine::{Engine, Failure, ListenStep, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
 
@@ -65,7 +65,7 @@ impl State {
         }
         let step = tokio::select! {
             biased;
-            step = self.subscription.next_framed(&self.engine, SSE) => step,
+            step = self.subscription.next_framed(&self.engine, response::SSE_EVENT) => step,
             () = std::future::poll_fn(|cx| self.keep_alive.poll_tick(cx)) => {
                 return Some(response::sse_keepalive());
             }
@@ -80,12 +80,6 @@ impl State {
         }
     }
 }
-
-/// Each message as an SSE event (`data: …` and a blank line).
-const SSE: Framing = Framing {
-    prefix: b"data: ",
-    suffix: b"\n\n",
-};
 
 /// The keep-alive comment's timer: a tick every period, the first a whole period from
 /// now (as [`super::sse::keep_alive_ticker`]'s), polled only when it fired or another

@@ -151,11 +151,17 @@ pub(crate) fn sse_frame(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// Appends `message` as one SSE event (`data: …` and a blank line) to `out`.
+/// A message as an SSE event: `data: …` and a blank line.
+pub(crate) const SSE_EVENT: crate::engine::Framing = crate::engine::Framing {
+    prefix: b"data: ",
+    suffix: b"\n\n",
+};
+
+/// Appends `message` as one SSE event ([`SSE_EVENT`]) to `out`.
 pub(crate) fn write_sse_frame(out: &mut Vec<u8>, message: &[u8]) {
-    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(SSE_EVENT.prefix);
     out.extend_from_slice(message);
-    out.extend_from_slice(b"\n\n");
+    out.extend_from_slice(SSE_EVENT.suffix);
 }
 
 /// An SSE comment that keeps idle connections open.

@@ -126,8 +126,8 @@ fn frames(message: Bytes) -> [Option<Bytes>; FRAMES_PER_EVENT] {
         return [Some(response::sse_frame(&message)), None, None];
     }
     [
-        Some(Bytes::from_static(b"data: ")),
+        Some(Bytes::from_static(response::SSE_EVENT.prefix)),
         Some(message),
-        Some(Bytes::from_static(b"\n\n")),
+        Some(Bytes::from_static(response::SSE_EVENT.suffix)),
     ]
 }
