@@ -55,7 +55,7 @@ pub(crate) struct Flight {
     pub(crate) conn: u64,
     owner: Weak<Asker>,
     pub(crate) events: mpsc::Receiver<Event>,
-    pub(crate) done: JoinHandle<Result<Value, snodo_client::ClientError>>,
+    pub(crate) done: JoinHandle<Result<snodo_client::Answer, snodo_client::ClientError>>,
 }
 
 impl Drop for Flight {
@@ -187,7 +187,9 @@ impl Asker {
         conn: u64,
         line: Line,
         events: mpsc::Receiver<Event>,
-        call: impl Future<Output = Result<Value, snodo_client::ClientError>> + Send + 'static,
+        call: impl Future<Output = Result<snodo_client::Answer, snodo_client::ClientError>>
+        + Send
+        + 'static,
     ) -> Flight {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut f) = self.flights.lock() {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use snodo::protocol::{ErrorCode, LogLevel};
 use snodo::{HandlerError, InputRequest, InputRequired, RequestContext, RpcError};
-use snodo_client::{CallOptions, Client, ClientError};
+use snodo_client::{Answer, CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
 
 use crate::asking::{Asker, EVENTS, Event, Flight, Line, Parked, Reply};
@@ -159,7 +159,7 @@ fn start(
     });
     let (c, method) = (client.clone(), method.to_owned());
     asker.flight(conn, line, rx, async move {
-        c.request_shared(&method, params, &opts).await
+        c.request_answer(&method, params, &opts).await
     })
 }
 
@@ -293,7 +293,7 @@ pub(crate) async fn call(
     method: &str,
     params: Value,
     ctx: &RequestContext,
-) -> Result<Value, Stop> {
+) -> Result<Answer, Stop> {
     // Shared with each round's backend request rather than copied for it.
     let params = Arc::new(match params {
         Value::Object(m) => m,
@@ -357,10 +357,14 @@ pub(crate) async fn call(
                 }
                 // A resumed parked call may run on a connection replaced since.
                 let failed = |e| if flight.conn == conn { Stop::Client(e) } else { Stop::Elsewhere(e) };
-                let v = ended(r).map_err(failed)?;
+                let a = ended(r).map_err(failed)?;
                 // A 2026-07-28 backend asks: a round of the front's.
+                let v = match tree_if_round(a) {
+                    Ok(a) => return Ok(a),
+                    Err(v) => v.map_err(failed)?,
+                };
                 let Some((asked, state)) = backend_round(&v, &mut n)? else {
-                    return Ok(v);
+                    return Ok(v.into());
                 };
                 // A legacy front caller answers right away (server requests).
                 let p = answer_round(ctx, &params, asked, state, n).await?;
@@ -402,9 +406,31 @@ pub(crate) fn question_of(asked: &Value) -> Option<InputRequest> {
 /// How a backend call's task ended: its result, or the client's error (the task lost:
 /// a transport failure).
 pub(crate) fn ended(
-    r: Result<Result<Value, ClientError>, tokio::task::JoinError>,
-) -> Result<Value, ClientError> {
+    r: Result<Result<Answer, ClientError>, tokio::task::JoinError>,
+) -> Result<Answer, ClientError> {
     r.unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))
+}
+
+/// The member of a result that tells a 2026-07-28 round of questions from a final
+/// result (`"resultType": "input_required"`); the rest is skipped, not read.
+#[derive(serde::Deserialize)]
+struct Kind {
+    #[serde(rename = "resultType", default)]
+    result_type: Option<String>,
+}
+
+/// `Ok` with the answer as it came when it is surely a final result (JSON text whose
+/// `resultType`, if any, is not `input_required`); `Err` with its tree otherwise, for
+/// [`backend_round`] to tell.
+pub(crate) fn tree_if_round(a: Answer) -> Result<Answer, Result<Value, ClientError>> {
+    let final_text = a.as_text().is_some()
+        && a.read::<Kind>()
+            .is_ok_and(|k| k.result_type.as_deref() != Some("input_required"));
+    if final_text {
+        Ok(a)
+    } else {
+        Err(a.into_value())
+    }
 }
 
 /// A 2026-07-28 backend's round: its `inputRequests` and its `requestState`.
