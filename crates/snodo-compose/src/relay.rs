@@ -134,7 +134,10 @@ async fn ask_front(
     }
 }
 
-/// Starts the backend request in a task of its own: its reports arrive on the flight.
+/// Starts the backend request: its reports arrive on the flight. A front request whose
+/// questions are all answered while it waits (it cannot be parked) drives the backend
+/// request itself; otherwise it runs in a task of its own (a parked call goes on
+/// without the front request that started it).
 fn start(
     client: &Client,
     conn: u64,
@@ -158,9 +161,14 @@ fn start(
         async move { line.ask(m, p).await }
     });
     let (c, method) = (client.clone(), method.to_owned());
-    asker.flight(conn, line, rx, async move {
-        c.request_answer(&method, params, &opts).await
-    })
+    let inline = !ctx.asks_in_rounds();
+    asker.flight(
+        conn,
+        line,
+        rx,
+        async move { c.request_answer(&method, params, &opts).await },
+        inline,
+    )
 }
 
 /// Asks the front caller round `n` of a 2026-07-28 backend's questions (`asked`, with
@@ -357,7 +365,7 @@ pub(crate) async fn call(
                 }
                 // A resumed parked call may run on a connection replaced since.
                 let failed = |e| if flight.conn == conn { Stop::Client(e) } else { Stop::Elsewhere(e) };
-                let a = ended(r).map_err(failed)?;
+                let a = r.map_err(failed)?;
                 // A 2026-07-28 backend asks: a round of the front's.
                 let v = match tree_if_round(a) {
                     Ok(a) => return Ok(a),
@@ -401,14 +409,6 @@ pub(crate) fn accept(
 pub(crate) fn question_of(asked: &Value) -> Option<InputRequest> {
     let method = asked.get("method").and_then(Value::as_str)?;
     InputRequest::from_wire(method, asked.get("params").cloned().unwrap_or(Value::Null))
-}
-
-/// How a backend call's task ended: its result, or the client's error (the task lost:
-/// a transport failure).
-pub(crate) fn ended(
-    r: Result<Result<Answer, ClientError>, tokio::task::JoinError>,
-) -> Result<Answer, ClientError> {
-    r.unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))
 }
 
 /// The member of a result that tells a 2026-07-28 round of questions from a final
