@@ -216,7 +216,7 @@ impl Client {
         let st = self.wire();
         let mut out = Outgoing {
             body: message::notification(method, params),
-            method: method.to_owned(),
+            method: method.to_owned().into(),
             mirrors: st.stateless,
             ..Outgoing::default()
         };
@@ -386,8 +386,9 @@ impl Client {
             .then(|| json!(format!("p{id}")));
         // The `_meta` members this client adds, written over the caller's own: the
         // params are serialised borrowed, never copied (they may be large arguments).
-        let mut added = Vec::with_capacity(5);
+        let mut added = Vec::new();
         if st.stateless {
+            added.reserve(5);
             added.push((META_VERSION, Borrowed::Str(&st.version)));
             added.push((META_CAPS, Borrowed::Raw(&self.inner.meta_json.capabilities)));
             added.push((META_INFO, Borrowed::Raw(&self.inner.meta_json.client_info)));
@@ -433,8 +434,12 @@ impl Client {
         let out = Outgoing {
             body,
             id: Some(id.clone()),
-            method: method.to_owned(),
-            version: header_version(st, method),
+            method: match m {
+                Method::Unknown => method.to_owned().into(),
+                known => known.as_str().into(),
+            },
+            // Only a transport with headers sends it (stdio cancels by itself).
+            version: headers.then(|| header_version(st, method)).flatten(),
             mirrors: st.stateless,
             name,
             param_headers,

@@ -183,7 +183,7 @@ impl HttpTransport {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, ACCEPT_BOTH);
         if out.mirrors {
-            b = b.header("mcp-method", &out.method);
+            b = b.header("mcp-method", out.method.as_ref());
             if let Some(n) = &out.name {
                 b = b.header("mcp-name", n);
             }

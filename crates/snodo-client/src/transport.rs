@@ -44,8 +44,9 @@ pub(crate) struct Outgoing {
     pub(crate) body: Bytes,
     /// The request's id (requests only).
     pub(crate) id: Option<RequestId>,
-    /// `Mcp-Method` (HTTP, 2026-07-28) and the method name.
-    pub(crate) method: String,
+    /// `Mcp-Method` (HTTP, 2026-07-28) and the method name (borrowed for a method
+    /// snodo knows).
+    pub(crate) method: std::borrow::Cow<'static, str>,
     /// `MCP-Protocol-Version` (HTTP), when one goes with this message.
     pub(crate) version: Option<String>,
     /// Whether the 2026-07-28 mirror headers go with this message.
