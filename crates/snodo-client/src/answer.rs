@@ -51,6 +51,32 @@ impl Answer {
         }
     }
 
+    /// Whether the result may hold `literal` (the content of a string, a number,
+    /// `true`, `false` or `null`): `false` only when it is JSON text that has neither
+    /// `literal` nor any escape (`\`), so a caller looking for such a value need not
+    /// read the result for it. Always `true` for a tree.
+    ///
+    /// ```
+    /// use snodo_client::Answer;
+    /// use serde_json::value::RawValue;
+    ///
+    /// let text = |s: &str| Answer::from_text(RawValue::from_string(s.into()).unwrap());
+    /// assert!(!text(r#"{"isError":false}"#).may_hold("true"));
+    /// assert!(text(r#"{"isError":true}"#).may_hold("true"));
+    /// // An escape may spell it: read it to know.
+    /// assert!(text(r#"{"resultType":"input\u005frequired"}"#).may_hold("input_required"));
+    /// ```
+    #[must_use]
+    pub fn may_hold(&self, literal: &str) -> bool {
+        match &self.0 {
+            Repr::Tree(_) => true,
+            Repr::Text(raw) => {
+                let t = raw.get();
+                t.as_bytes().contains(&b'\\') || t.contains(literal)
+            }
+        }
+    }
+
     /// The result's JSON text, when it is still text.
     #[must_use]
     pub fn as_text(&self) -> Option<&RawValue> {

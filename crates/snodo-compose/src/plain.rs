@@ -4,7 +4,7 @@
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use snodo::{Content, ToolResult};
 use snodo_client::Answer;
@@ -25,10 +25,7 @@ pub(crate) fn from_text(answer: &Answer) -> Option<ToolResult> {
     if p.structured || p.is_error == Some(true) || p.meta.as_ref().is_some_and(Map::is_empty) {
         return None;
     }
-    let mut result = ToolResult::default();
-    for b in p.content.unwrap_or_default() {
-        result = result.with_content(Content::text(b.0));
-    }
+    let mut result = ToolResult::new(p.content.unwrap_or_default());
     for (k, v) in p.meta.unwrap_or_default() {
         result = result.with_meta(k, v);
     }
@@ -39,8 +36,8 @@ pub(crate) fn from_text(answer: &Answer) -> Option<ToolResult> {
 /// result goes through the tree, as before).
 #[derive(Deserialize)]
 struct Plain {
-    #[serde(default, deserialize_with = "some")]
-    content: Option<Vec<TextBlock>>,
+    #[serde(default, deserialize_with = "text_blocks")]
+    content: Option<Vec<Content>>,
     #[serde(rename = "isError", default, deserialize_with = "some")]
     is_error: Option<bool>,
     #[serde(rename = "_meta", default, deserialize_with = "some")]
@@ -52,6 +49,30 @@ struct Plain {
 /// A member that must be a `T` (`null` is not `None`).
 fn some<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
+}
+
+/// An array of plain text blocks, read straight into text content (`null` is not
+/// `None`).
+fn text_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Content>>, D::Error> {
+    struct Blocks;
+
+    impl<'de> Visitor<'de> for Blocks {
+        type Value = Vec<Content>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of text blocks")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Vec<Content>, A::Error> {
+            let mut blocks = Vec::with_capacity(s.size_hint().unwrap_or(1).min(64));
+            while let Some(TextBlock(text)) = s.next_element()? {
+                blocks.push(Content::text(text));
+            }
+            Ok(blocks)
+        }
+    }
+
+    d.deserialize_seq(Blocks).map(Some)
 }
 
 /// A member that is there, whatever its value.

@@ -424,8 +424,9 @@ struct Kind {
 /// [`backend_round`] to tell.
 pub(crate) fn tree_if_round(a: Answer) -> Result<Answer, Result<Value, ClientError>> {
     let final_text = a.as_text().is_some()
-        && a.read::<Kind>()
-            .is_ok_and(|k| k.result_type.as_deref() != Some("input_required"));
+        && (!a.may_hold("input_required")
+            || a.read::<Kind>()
+                .is_ok_and(|k| k.result_type.as_deref() != Some("input_required")));
     if final_text {
         Ok(a)
     } else {

@@ -308,7 +308,9 @@ impl Reported for Answer {
             (Some(v), _) => v.is_tool_error(),
             // (A struct also reads from an array: only an object has members.)
             (None, Some(t)) => {
-                t.get().trim_start().starts_with('{')
+                // (`true` is spelt out: a text without it holds no `isError: true`.)
+                self.may_hold("true")
+                    && t.get().trim_start().starts_with('{')
                     && self
                         .read::<ErrorFlag>()
                         .is_ok_and(|f| f.is_error == Some(Value::Bool(true)))
