@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use snodo::protocol::{ErrorCode, LogLevel};
+use snodo::protocol::{ErrorCode, LogLevel, Method};
 use snodo::{HandlerError, InputRequest, InputRequired, RequestContext, RpcError};
 use snodo_client::{Answer, CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
@@ -160,7 +160,12 @@ fn start(
         let line = questions.clone();
         async move { line.ask(m, p).await }
     });
-    let (c, method) = (client.clone(), method.to_owned());
+    // A method snodo knows is borrowed (the call outlives `method`).
+    let method: std::borrow::Cow<'static, str> = match Method::parse(method) {
+        Method::Unknown => method.to_owned().into(),
+        known => known.as_str().into(),
+    };
+    let c = client.clone();
     let inline = !ctx.asks_in_rounds();
     asker.flight(
         conn,
