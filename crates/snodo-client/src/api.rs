@@ -10,7 +10,7 @@ use crate::builder::CallOptions;
 use crate::client::{Client, META_CAPS, META_INFO, META_VERSION};
 use crate::error::ClientError;
 use crate::message::{self, Incoming};
-use crate::transport::Outgoing;
+use crate::transport::{Message, Outgoing};
 use crate::types::{
     CallToolResult, Completion, GetPromptResult, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, ServerEvent, Subscriptions, Tool,
@@ -281,7 +281,9 @@ impl Client {
             .filter_map(|m| async move {
                 match m {
                     Err(e) => Some(Err(e)),
-                    Ok(v) => match Incoming::classify(v) {
+                    // (An answer with a result ends the listen stream: nothing to report.)
+                    Ok(Message::Answer(..)) => None,
+                    Ok(Message::Tree(v)) => match Incoming::classify(v) {
                         Some(Incoming::Notification { method, params })
                             if method != "notifications/subscriptions/acknowledged" =>
                         {

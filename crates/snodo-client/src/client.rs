@@ -14,12 +14,13 @@ use serde_json::{Map, Value, json};
 use snodo::ParamHeader;
 use snodo::protocol::{Dialect, ErrorCode, Method, RequestId};
 
+use crate::answer::Answer;
 use crate::builder::{CallOptions, ClientBuilder, Protocol};
 use crate::error::ClientError;
 use crate::handlers::Handlers;
 use crate::headers;
 use crate::message::{self, Borrowed, Incoming};
-use crate::transport::{Outgoing, Transport};
+use crate::transport::{Message, Outgoing, Transport};
 use crate::types::ServerDetails;
 
 pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -198,12 +199,24 @@ impl Client {
         self.call_shared(method, params, opts).await
     }
 
+    /// [`request_shared`](Self::request_shared) with the result as it arrived
+    /// ([`Answer`]): a stdio server's result is still JSON text, for a caller that
+    /// reads it straight into its own type (a proxy passing a tool result on).
+    pub async fn request_answer(
+        &self,
+        method: &str,
+        params: Arc<Map<String, Value>>,
+        opts: &CallOptions,
+    ) -> Result<Answer, ClientError> {
+        self.call_answer(method, params, opts).await
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
         let st = self.wire();
         let mut out = Outgoing {
             body: message::notification(method, params),
-            method: method.to_owned(),
+            method: method.to_owned().into(),
             mirrors: st.stateless,
             ..Outgoing::default()
         };
@@ -229,9 +242,18 @@ impl Client {
     async fn call_shared(
         &self,
         method: &str,
-        mut params: Arc<Map<String, Value>>,
+        params: Arc<Map<String, Value>>,
         opts: &CallOptions,
     ) -> Result<Value, ClientError> {
+        self.call_answer(method, params, opts).await?.into_value()
+    }
+
+    async fn call_answer(
+        &self,
+        method: &str,
+        mut params: Arc<Map<String, Value>>,
+        opts: &CallOptions,
+    ) -> Result<Answer, ClientError> {
         let key = self
             .inner
             .cache
@@ -240,7 +262,7 @@ impl Client {
         if let (Some(k), Some(cache)) = (&key, &self.inner.cache) {
             if let Some((until, v)) = cache.lock().ok().and_then(|c| c.get(k).cloned()) {
                 if Instant::now() < until {
-                    return Ok(v);
+                    return Ok(v.into());
                 }
             }
         }
@@ -279,9 +301,14 @@ impl Client {
                     Box::pin(self.initialize(&version, pinned)).await?;
                 }
                 Err(e) => return Err(e),
-                Ok(result) => {
-                    if st.stateless
-                        && !opts.keep_rounds
+                Ok(answer) => {
+                    let rounds_here = st.stateless && !opts.keep_rounds;
+                    if !rounds_here && key.is_none() {
+                        // Nothing here reads the result: it goes as it came.
+                        return Ok(answer);
+                    }
+                    let result = answer.into_value()?;
+                    if rounds_here
                         && result.get("resultType").and_then(Value::as_str)
                             == Some("input_required")
                     {
@@ -303,7 +330,7 @@ impl Client {
                             }
                         }
                     }
-                    return Ok(result);
+                    return Ok(result.into());
                 }
             }
         }
@@ -359,8 +386,9 @@ impl Client {
             .then(|| json!(format!("p{id}")));
         // The `_meta` members this client adds, written over the caller's own: the
         // params are serialised borrowed, never copied (they may be large arguments).
-        let mut added = Vec::with_capacity(5);
+        let mut added = Vec::new();
         if st.stateless {
+            added.reserve(5);
             added.push((META_VERSION, Borrowed::Str(&st.version)));
             added.push((META_CAPS, Borrowed::Raw(&self.inner.meta_json.capabilities)));
             added.push((META_INFO, Borrowed::Raw(&self.inner.meta_json.client_info)));
@@ -406,8 +434,12 @@ impl Client {
         let out = Outgoing {
             body,
             id: Some(id.clone()),
-            method: method.to_owned(),
-            version: header_version(st, method),
+            method: match m {
+                Method::Unknown => method.to_owned().into(),
+                known => known.as_str().into(),
+            },
+            // Only a transport with headers sends it (stdio cancels by itself).
+            version: headers.then(|| header_version(st, method)).flatten(),
             mirrors: st.stateless,
             name,
             param_headers,
@@ -422,7 +454,7 @@ impl Client {
         out: Outgoing,
         id: &RequestId,
         opts: &CallOptions,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Answer, ClientError> {
         // An initialize-era server learns of an abandoned request only by a
         // `notifications/cancelled` (2026-07-28: closing the response is enough).
         let mut abandon = (!out.mirrors
@@ -448,15 +480,20 @@ impl Client {
         out: Outgoing,
         id: &RequestId,
         opts: &CallOptions,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Answer, ClientError> {
         let mut msgs = self.inner.transport.request(out).await?;
         while let Some(m) = msgs.next().await {
-            match Incoming::classify(m?) {
+            let m = match m? {
+                Message::Answer(rid, result) if &rid == id => return Ok(Answer::from_text(result)),
+                Message::Answer(..) => continue,
+                Message::Tree(v) => v,
+            };
+            match Incoming::classify(m) {
                 Some(Incoming::Response {
                     id: Some(rid),
                     outcome,
                 }) if &rid == id => {
-                    return outcome.map_err(ClientError::Protocol);
+                    return outcome.map(Answer::from).map_err(ClientError::Protocol);
                 }
                 Some(Incoming::Response {
                     id: None,

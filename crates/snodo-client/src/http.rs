@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ClientError;
 use crate::sse::{MAX_EVENT, SseReader};
-use crate::transport::{BoxFuture, Messages, Outgoing, Transport};
+use crate::transport::{BoxFuture, Message, Messages, Outgoing, Transport};
 
 /// A response body from either sender.
 pub(crate) type HttpBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
@@ -183,7 +183,7 @@ impl HttpTransport {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, ACCEPT_BOTH);
         if out.mirrors {
-            b = b.header("mcp-method", &out.method);
+            b = b.header("mcp-method", out.method.as_ref());
             if let Some(n) = &out.name {
                 b = b.header("mcp-name", n);
             }
@@ -422,7 +422,7 @@ fn sse_messages(body: HttpBody, id: Option<RequestId>, resumer: Resumer) -> Mess
                     st.done = true;
                     st.queue.clear();
                 }
-                return Some((Ok(v), st));
+                return Some((Ok(Message::Tree(v)), st));
             }
             if st.done {
                 return None;
@@ -507,7 +507,10 @@ impl Transport for HttpTransport {
                 Ok(v) if v.is_object() || v.is_array() => {
                     let mut q = VecDeque::new();
                     push_messages(v, &mut q);
-                    Ok(futures_util::stream::iter(q.into_iter().map(Ok)).boxed())
+                    Ok(
+                        futures_util::stream::iter(q.into_iter().map(|v| Ok(Message::Tree(v))))
+                            .boxed(),
+                    )
                 }
                 _ => Err(ClientError::Http {
                     status: status.as_u16(),

@@ -89,6 +89,7 @@
 
 #![forbid(unsafe_code)]
 
+mod answer;
 mod api;
 pub mod auth;
 mod builder;
@@ -106,6 +107,7 @@ mod stdio;
 mod transport;
 mod types;
 
+pub use answer::Answer;
 pub use builder::{CallOptions, ClientBuilder, Protocol};
 pub use client::Client;
 pub use error::ClientError;

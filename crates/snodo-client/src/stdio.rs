@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use snodo::protocol::RequestId;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
@@ -30,7 +32,7 @@ use tokio::sync::mpsc;
 use crate::error::ClientError;
 use crate::message;
 use crate::stall::Stalling;
-use crate::transport::{BoxFuture, Messages, Outgoing, Transport};
+use crate::transport::{BoxFuture, Message, Messages, Outgoing, Transport};
 
 /// The longest line accepted from the peer, in bytes.
 const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -46,7 +48,7 @@ const REQUEST_QUEUE: usize = 64;
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one request's stream receives.
-type Item = Result<Value, ClientError>;
+type Item = Result<Message, ClientError>;
 
 /// Where one request's messages go.
 struct Route {
@@ -339,6 +341,14 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
             Err(e) => break format!("cannot read from the peer: {e}"),
         }
         let v = match parse_line(&buf) {
+            Line::Answer(id, result) => {
+                garbage.1 = 0;
+                let tx = routes.lock().ok().and_then(|mut g| g.remove(&id));
+                if let Some(tx) = tx {
+                    let _ = tx.send(Ok(Message::Answer(id, result))).await;
+                }
+                continue;
+            }
             Line::Message(v) => v,
             Line::Blank => continue,
             Line::Garbage(text) => match garbage.note(&text) {
@@ -350,11 +360,11 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
         let is_answer = v.get("method").is_none();
         match route(&routes, &v) {
             Some(tx) if is_answer => {
-                let _ = tx.send(Ok(v)).await;
+                let _ = tx.send(Ok(Message::Tree(v))).await;
             }
             Some(tx) => {
                 // A notification its caller has not read yet: dropped, not buffered.
-                if tx.try_send(Ok(v)).is_err() {
+                if tx.try_send(Ok(Message::Tree(v))).is_err() {
                     tracing::debug!("stdio: a notification dropped (its request's queue is full)");
                 }
             }
@@ -369,6 +379,9 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
 
 /// One line from the peer, read.
 enum Line {
+    /// An answer with a `result` (no `method`) and an id a request may have: its
+    /// result kept as JSON text.
+    Answer(RequestId, Box<RawValue>),
     /// A JSON object.
     Message(Value),
     /// Only whitespace.
@@ -381,9 +394,13 @@ enum Line {
 /// as (lossy) text, trimmed, and parsed again — what is accepted stays the same.
 ///
 /// The line is checked as UTF-8 once, whole, and parsed as text: parsed from bytes,
-/// each string in it would be checked on its own (a call per string).
+/// each string in it would be checked on its own (a call per string). An answer
+/// ([`Envelope`]) is read without a tree of its result.
 fn parse_line(buf: &[u8]) -> Line {
     if let Ok(text) = std::str::from_utf8(buf) {
+        if let Some(answer) = Envelope::answer(text) {
+            return answer;
+        }
         if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
             return Line::Message(v);
         }
@@ -396,6 +413,46 @@ fn parse_line(buf: &[u8]) -> Line {
     match serde_json::from_str::<Value>(text) {
         Ok(v @ Value::Object(_)) => Line::Message(v),
         _ => Line::Garbage(text.to_owned()),
+    }
+}
+
+/// The members of a message that tell an answer from the rest, each kept as the JSON
+/// text it is (checked as JSON, not built into a tree); other members are skipped.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    /// Whether a `method` member is there (`null` too).
+    #[serde(default, deserialize_with = "present")]
+    method: bool,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+}
+
+/// A member that is there, whatever its value.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
+impl Envelope<'_> {
+    /// `text` as [`Line::Answer`] when it is an object that has a `result`, no
+    /// `method` and an id [`RequestId`] reads (what [`Incoming::classify`] takes for a
+    /// request's answer, read the same way); `None` for anything else, which is then
+    /// read as a tree (a duplicate member, too: the tree keeps the last one).
+    ///
+    /// [`Incoming::classify`]: crate::message::Incoming::classify
+    fn answer(text: &str) -> Option<Line> {
+        // A struct also reads from an array: only an object is a message.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let e: Envelope<'_> = serde_json::from_str(text).ok()?;
+        if e.method {
+            return None;
+        }
+        let result = e.result?;
+        let id = crate::message::request_id(&serde_json::from_str(e.id?.get()).ok()?)?;
+        Some(Line::Answer(id, result.to_owned()))
     }
 }
 
@@ -471,7 +528,7 @@ impl Transport for StdioTransport {
                     }
                     let v = rx.recv().await?;
                     match &v {
-                        Ok(m) if m.get("method").is_some() => {}
+                        Ok(m) if m.has_method() => {}
                         _ => p.answered = true,
                     }
                     Some((v, (rx, p)))
@@ -524,6 +581,9 @@ mod tests {
     fn lines_are_read_as_before() {
         let msg = |b: &[u8]| match parse_line(b) {
             Line::Message(v) => v,
+            Line::Answer(id, r) => {
+                json!({"id": id, "result": serde_json::from_str::<Value>(r.get()).unwrap_or_default()})
+            }
             Line::Blank => panic!("blank: {b:?}"),
             Line::Garbage(t) => panic!("garbage: {t}"),
         };
@@ -538,6 +598,49 @@ mod tests {
         for bad in [&b"not json"[..], b"[1,2]", b"3", b"\xff\xfe"] {
             assert!(matches!(parse_line(bad), Line::Garbage(_)), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn answers_keep_their_result_as_text_and_everything_else_is_a_tree() {
+        let answer = |b: &str| match parse_line(b.as_bytes()) {
+            Line::Answer(id, r) => Some((id, r.get().to_owned())),
+            _ => None,
+        };
+        let r = r#"{"content":[{"type":"text","text":"a\"b"}],"isError":false}"#;
+        assert_eq!(
+            answer(&format!(r#"{{"jsonrpc":"2.0","id":7,"result":{r}}}"#)),
+            Some((RequestId::Number(7), r.to_owned()))
+        );
+        assert_eq!(
+            answer(&format!(r#" {{"result":{r},"id":"x"}} "#)),
+            Some((RequestId::String("x".into()), r.to_owned()))
+        );
+        // The result wins over an error, as `Incoming::classify` has it.
+        assert!(answer(r#"{"id":1,"error":{"code":1,"message":"m"},"result":{}}"#).is_some());
+        // Not answers with a result: read as trees (as before).
+        for other in [
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"id":1,"method":null,"result":{}}"#,
+            r#"{"id":1,"result":null}"#,
+            r#"{"id":null,"result":{}}"#,
+            r#"{"id":1.5,"result":{}}"#,
+            r#"{"result":{}}"#,
+            r#"{"id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"id":1,"result":{},"result":{"a":1}}"#,
+        ] {
+            assert!(answer(other).is_none(), "{other}");
+            assert!(
+                matches!(parse_line(other.as_bytes()), Line::Message(_)),
+                "{other}"
+            );
+        }
+        // An array is not a message, whatever a struct reads from it.
+        assert!(matches!(parse_line(br#"[1,null,{}]"#), Line::Garbage(_)));
+        // Invalid JSON inside the result: garbage, as before.
+        assert!(matches!(
+            parse_line(br#"{"id":1,"result":{"a":}}"#),
+            Line::Garbage(_)
+        ));
     }
 
     #[tokio::test]

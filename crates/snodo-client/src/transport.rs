@@ -18,7 +18,24 @@ use crate::error::ClientError;
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The messages that belong to one request, in arrival order.
-pub(crate) type Messages = BoxStream<'static, Result<Value, ClientError>>;
+pub(crate) type Messages = BoxStream<'static, Result<Message, ClientError>>;
+
+/// One message that belongs to a request.
+#[derive(Debug)]
+pub(crate) enum Message {
+    /// Any message, as a tree.
+    Tree(Value),
+    /// An answer with a `result` (and no `method`), its result kept as JSON text: a
+    /// transport that reads answers without building a tree of the result (stdio).
+    Answer(RequestId, Box<serde_json::value::RawValue>),
+}
+
+impl Message {
+    /// Whether this is a request or a notification (not an answer).
+    pub(crate) fn has_method(&self) -> bool {
+        matches!(self, Self::Tree(v) if v.get("method").is_some())
+    }
+}
 
 /// One outgoing message and what a transport may need to know about it.
 #[derive(Clone, Debug, Default)]
@@ -27,8 +44,9 @@ pub(crate) struct Outgoing {
     pub(crate) body: Bytes,
     /// The request's id (requests only).
     pub(crate) id: Option<RequestId>,
-    /// `Mcp-Method` (HTTP, 2026-07-28) and the method name.
-    pub(crate) method: String,
+    /// `Mcp-Method` (HTTP, 2026-07-28) and the method name (borrowed for a method
+    /// snodo knows).
+    pub(crate) method: std::borrow::Cow<'static, str>,
     /// `MCP-Protocol-Version` (HTTP), when one goes with this message.
     pub(crate) version: Option<String>,
     /// Whether the 2026-07-28 mirror headers go with this message.

@@ -13,14 +13,16 @@ use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher as _, Hasher as _};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::Value;
 use snodo::RpcError;
 use snodo::bus::{HOLDER, InstanceId, Peers};
-use snodo_client::{ClientBuilder, LogMessage, Progress};
+use snodo_client::{Answer, ClientBuilder, ClientError, LogMessage, Progress};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
@@ -55,12 +57,37 @@ pub(crate) struct Flight {
     pub(crate) conn: u64,
     owner: Weak<Asker>,
     pub(crate) events: mpsc::Receiver<Event>,
-    pub(crate) done: JoinHandle<Result<Value, snodo_client::ClientError>>,
+    pub(crate) done: Done,
+}
+
+/// A backend call's outcome, as it runs: in a task of its own (a call that may be
+/// parked, and resumed by another front request), or driven by the front call that
+/// started it (one that cannot be parked: no task to spawn and wake).
+pub(crate) enum Done {
+    Task(JoinHandle<Result<Answer, ClientError>>),
+    Inline(Pin<Box<dyn Future<Output = Result<Answer, ClientError>> + Send>>),
+}
+
+impl Future for Done {
+    type Output = Result<Answer, ClientError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            // The task lost (panicked, aborted): a transport failure.
+            Self::Task(h) => Pin::new(h)
+                .poll(cx)
+                .map(|r| r.unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))),
+            Self::Inline(f) => f.as_mut().poll(cx),
+        }
+    }
 }
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        self.done.abort();
+        // (An inline call is dropped with the flight.)
+        if let Done::Task(h) = &self.done {
+            h.abort();
+        }
         if let Some(a) = self.owner.upgrade() {
             if let Ok(mut f) = a.flights.lock() {
                 f.remove(&self.key);
@@ -179,21 +206,27 @@ impl Asker {
         self.connections.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Starts the backend call `call` on connection `conn` in a task of its own,
-    /// registered first (its question may come back before this returns); its reports
-    /// go to `events`.
+    /// Starts the backend call `call` on connection `conn`, registered first (its
+    /// question may come back before this returns): in a task of its own, or `inline`
+    /// (driven by whoever polls the flight's `done`: only a call that is never parked);
+    /// its reports go to `events`.
     pub(crate) fn flight(
         self: &Arc<Self>,
         conn: u64,
         line: Line,
         events: mpsc::Receiver<Event>,
-        call: impl Future<Output = Result<Value, snodo_client::ClientError>> + Send + 'static,
+        call: impl Future<Output = Result<Answer, ClientError>> + Send + 'static,
+        inline: bool,
     ) -> Flight {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut f) = self.flights.lock() {
             f.insert(key, (conn, line));
         }
-        let done = tokio::spawn(call);
+        let done = if inline {
+            Done::Inline(Box::pin(call))
+        } else {
+            Done::Task(tokio::spawn(call))
+        };
         Flight {
             key,
             conn,
@@ -384,12 +417,44 @@ mod tests {
 
     fn parked(asker: &Arc<Asker>, who: Option<&str>) -> Parked {
         let (tx, rx) = mpsc::channel(1);
-        let flight = asker.flight(0, Line::new(tx), rx, std::future::pending());
+        let flight = asker.flight(0, Line::new(tx), rx, std::future::pending(), false);
         Parked {
             flight,
             reply: oneshot::channel().0,
             who: who.map(str::to_owned),
         }
+    }
+
+    #[tokio::test]
+    async fn an_inline_call_runs_when_its_flight_is_polled_and_goes_with_it() {
+        let asker = Asker::new("b");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel(1);
+        let r = Arc::clone(&ran);
+        let call = async move {
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(Answer::from(Value::Null))
+        };
+        let mut f = asker.flight(0, Line::new(tx), rx, call, true);
+        tokio::task::yield_now().await;
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "no task runs it");
+        assert!(matches!((&mut f.done).await, Ok(a) if a.as_value() == Some(&Value::Null)));
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        drop(f);
+        // A call in flight is dropped (abandoned) with its flight, at once.
+        let held = Arc::new(());
+        let h = Arc::clone(&held);
+        let (tx, rx) = mpsc::channel(1);
+        let call = async move {
+            let _h = h;
+            std::future::pending().await
+        };
+        let f = asker.flight(0, Line::new(tx), rx, call, true);
+        assert_eq!(Arc::strong_count(&held), 2);
+        assert!(asker.flights.lock().is_ok_and(|f| f.len() == 1));
+        drop(f);
+        assert_eq!(Arc::strong_count(&held), 1);
+        assert!(asker.flights.lock().is_ok_and(|f| f.is_empty()));
     }
 
     #[tokio::test]

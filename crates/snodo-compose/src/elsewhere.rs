@@ -207,7 +207,7 @@ async fn drive(
                     }
                 }
                 let source = asker.source();
-                return match relay::ended(r) {
+                return match r.and_then(snodo_client::Answer::into_value) {
                     Ok(v) => Ok(json!({"result": v})),
                     Err(ClientError::Protocol(e)) => Err(e),
                     Err(e) => Err(RpcError::internal(format!(

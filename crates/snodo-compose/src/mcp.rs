@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue};
 use serde_json::Value;
 use snodo::{RequestContext, Runtime};
-use snodo_client::{ClientError, Protocol};
+use snodo_client::{Answer, ClientError, Protocol};
 use tokio::sync::watch;
 
 use crate::child::{self, ChildCommand};
@@ -420,6 +420,47 @@ impl McpSource {
     }
 }
 
+impl McpSource {
+    /// Relays one request to the backend: continued on the instance it is parked on,
+    /// or sent on a leased connection; the result as it arrived.
+    async fn relayed(
+        &self,
+        method: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Answer, SourceError> {
+        // Parked on another instance: continued there, no connection needed here.
+        if let Some(r) = relay::elsewhere(ctx).await {
+            // No connection of this instance's is held: the holder's backend failed.
+            return match r {
+                Ok(v) => Ok(v.into()),
+                Err(stop) => Err(self.stopped(None, stop).await),
+            };
+        }
+        let lease = self.lease().await?;
+        match relay::call(
+            &lease.client,
+            lease.conn,
+            &self.cfg.asker,
+            method,
+            params,
+            ctx,
+        )
+        .await
+        {
+            Ok(a) => Ok(a),
+            Err(stop) => Err(self.stopped(Some(&lease), stop).await),
+        }
+    }
+}
+
+/// A backend result that cannot be read as a tree (JSON nested deeper than it reads).
+fn unreadable(source: &str, e: &ClientError) -> SourceError {
+    SourceError::Rpc(snodo::RpcError::internal(format!(
+        "backend \"{source}\" sent a result snodo cannot read: {e}"
+    )))
+}
+
 impl Source for McpSource {
     fn name(&self) -> &str {
         &self.cfg.name
@@ -451,29 +492,19 @@ impl Source for McpSource {
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         Box::pin(async move {
-            // Parked on another instance: continued there, no connection needed here.
-            if let Some(r) = relay::elsewhere(ctx).await {
-                // No connection of this instance's is held: the holder's backend failed.
-                return match r {
-                    Ok(v) => Ok(v),
-                    Err(stop) => Err(self.stopped(None, stop).await),
-                };
-            }
-            let lease = self.lease().await?;
-            match relay::call(
-                &lease.client,
-                lease.conn,
-                &self.cfg.asker,
-                method,
-                params,
-                ctx,
-            )
-            .await
-            {
-                Ok(v) => Ok(v),
-                Err(stop) => Err(self.stopped(Some(&lease), stop).await),
-            }
+            let answer = self.relayed(method, params, ctx).await?;
+            answer
+                .into_value()
+                .map_err(|e| unreadable(&self.cfg.name, &e))
         })
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Answer, SourceError>> {
+        Box::pin(self.relayed("tools/call", params, ctx))
     }
 
     fn call_task<'a>(

@@ -12,6 +12,7 @@ use snodo::{
     PromptResult, ReadRequest, RequestContext, Resource, ResourceContents, ResourceTemplate,
     RpcError, Tool, ToolResult,
 };
+use snodo_client::Answer;
 use tokio::sync::Notify;
 
 use crate::source::{Listing, Source, SourceError};
@@ -89,7 +90,7 @@ impl Forward {
 
     /// A source's answer for the front: errors keep their codes, a down backend is
     /// named (and the mount lists again).
-    fn answer(&self, r: Result<Value, SourceError>, method: &str) -> Result<Value, HandlerError> {
+    fn answer<T>(&self, r: Result<T, SourceError>, method: &str) -> Result<T, HandlerError> {
         match r {
             Ok(v) => Ok(v),
             Err(SourceError::Rpc(e)) => Err(HandlerError::Protocol(e)),
@@ -139,11 +140,21 @@ impl Forward {
             p.insert("arguments".into(), args);
         }
         let p = Value::Object(p);
-        let mut r = if task {
-            self.answer(self.source.call_task(p, &ctx).await, "tools/call")?
+        let answer = if task {
+            Answer::from(self.answer(self.source.call_task(p, &ctx).await, "tools/call")?)
         } else {
-            self.send("tools/call", p, &ctx).await?
+            self.answer(self.source.call_tool(p, &ctx).await, "tools/call")?
         };
+        // Plain text blocks, still JSON text: nothing in them to rewrite.
+        if let Some(r) = crate::plain::from_text(&answer) {
+            return Ok(r);
+        }
+        let mut r = answer.into_value().map_err(|e| {
+            HandlerError::Protocol(RpcError::internal(format!(
+                "backend \"{}\" sent a tool result snodo cannot read: {e}",
+                self.source.name()
+            )))
+        })?;
         self.map_content(r.get_mut("content"));
         tool_result(r).map_err(|e| self.unreadable("tool result", &e))
     }
@@ -222,7 +233,7 @@ impl Forward {
 /// is only such blocks (with `isError: false` or none, a non-empty `_meta` or none):
 /// the derived reader of the tagged `Content` copies each block into a buffer first.
 /// Any other result goes through `from_value`, as do blocks with annotations.
-fn tool_result(r: Value) -> Result<ToolResult, serde_json::Error> {
+pub(crate) fn tool_result(r: Value) -> Result<ToolResult, serde_json::Error> {
     if !plain(&r) {
         return serde_json::from_value(r);
     }

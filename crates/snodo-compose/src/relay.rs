@@ -20,9 +20,9 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use snodo::protocol::{ErrorCode, LogLevel};
+use snodo::protocol::{ErrorCode, LogLevel, Method};
 use snodo::{HandlerError, InputRequest, InputRequired, RequestContext, RpcError};
-use snodo_client::{CallOptions, Client, ClientError};
+use snodo_client::{Answer, CallOptions, Client, ClientError};
 use tokio::sync::mpsc;
 
 use crate::asking::{Asker, EVENTS, Event, Flight, Line, Parked, Reply};
@@ -134,7 +134,10 @@ async fn ask_front(
     }
 }
 
-/// Starts the backend request in a task of its own: its reports arrive on the flight.
+/// Starts the backend request: its reports arrive on the flight. A front request whose
+/// questions are all answered while it waits (it cannot be parked) drives the backend
+/// request itself; otherwise it runs in a task of its own (a parked call goes on
+/// without the front request that started it).
 fn start(
     client: &Client,
     conn: u64,
@@ -157,10 +160,20 @@ fn start(
         let line = questions.clone();
         async move { line.ask(m, p).await }
     });
-    let (c, method) = (client.clone(), method.to_owned());
-    asker.flight(conn, line, rx, async move {
-        c.request_shared(&method, params, &opts).await
-    })
+    // A method snodo knows is borrowed (the call outlives `method`).
+    let method: std::borrow::Cow<'static, str> = match Method::parse(method) {
+        Method::Unknown => method.to_owned().into(),
+        known => known.as_str().into(),
+    };
+    let c = client.clone();
+    let inline = !ctx.asks_in_rounds();
+    asker.flight(
+        conn,
+        line,
+        rx,
+        async move { c.request_answer(&method, params, &opts).await },
+        inline,
+    )
 }
 
 /// Asks the front caller round `n` of a 2026-07-28 backend's questions (`asked`, with
@@ -293,7 +306,7 @@ pub(crate) async fn call(
     method: &str,
     params: Value,
     ctx: &RequestContext,
-) -> Result<Value, Stop> {
+) -> Result<Answer, Stop> {
     // Shared with each round's backend request rather than copied for it.
     let params = Arc::new(match params {
         Value::Object(m) => m,
@@ -357,10 +370,14 @@ pub(crate) async fn call(
                 }
                 // A resumed parked call may run on a connection replaced since.
                 let failed = |e| if flight.conn == conn { Stop::Client(e) } else { Stop::Elsewhere(e) };
-                let v = ended(r).map_err(failed)?;
+                let a = r.map_err(failed)?;
                 // A 2026-07-28 backend asks: a round of the front's.
+                let v = match tree_if_round(a) {
+                    Ok(a) => return Ok(a),
+                    Err(v) => v.map_err(failed)?,
+                };
                 let Some((asked, state)) = backend_round(&v, &mut n)? else {
-                    return Ok(v);
+                    return Ok(v.into());
                 };
                 // A legacy front caller answers right away (server requests).
                 let p = answer_round(ctx, &params, asked, state, n).await?;
@@ -399,12 +416,27 @@ pub(crate) fn question_of(asked: &Value) -> Option<InputRequest> {
     InputRequest::from_wire(method, asked.get("params").cloned().unwrap_or(Value::Null))
 }
 
-/// How a backend call's task ended: its result, or the client's error (the task lost:
-/// a transport failure).
-pub(crate) fn ended(
-    r: Result<Result<Value, ClientError>, tokio::task::JoinError>,
-) -> Result<Value, ClientError> {
-    r.unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))
+/// The member of a result that tells a 2026-07-28 round of questions from a final
+/// result (`"resultType": "input_required"`); the rest is skipped, not read.
+#[derive(serde::Deserialize)]
+struct Kind {
+    #[serde(rename = "resultType", default)]
+    result_type: Option<String>,
+}
+
+/// `Ok` with the answer as it came when it is surely a final result (JSON text whose
+/// `resultType`, if any, is not `input_required`); `Err` with its tree otherwise, for
+/// [`backend_round`] to tell.
+pub(crate) fn tree_if_round(a: Answer) -> Result<Answer, Result<Value, ClientError>> {
+    let final_text = a.as_text().is_some()
+        && (!a.may_hold("input_required")
+            || a.read::<Kind>()
+                .is_ok_and(|k| k.result_type.as_deref() != Some("input_required")));
+    if final_text {
+        Ok(a)
+    } else {
+        Err(a.into_value())
+    }
 }
 
 /// A 2026-07-28 backend's round: its `inputRequests` and its `requestState`.

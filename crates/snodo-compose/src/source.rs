@@ -6,6 +6,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 use snodo::{RequestContext, RpcError};
+use snodo_client::Answer;
 use tokio::sync::watch;
 
 /// A boxed, sendable future (the trait's methods return one so that sources are
@@ -107,6 +108,22 @@ pub trait Source: Send + Sync + 'static {
         params: Value,
         ctx: &'a RequestContext,
     ) -> BoxFuture<'a, Result<Value, SourceError>>;
+
+    /// Answers a `tools/call` with the result as it arrived ([`Answer`]): JSON text
+    /// the mount reads straight into its tool result when nothing in it needs
+    /// rewriting (an [`McpSource`](crate::McpSource) over stdio), or a tree. The
+    /// default: [`request`](Self::request)'s tree.
+    fn call_tool<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Answer, SourceError>> {
+        Box::pin(async move {
+            self.request("tools/call", params, ctx)
+                .await
+                .map(Answer::from)
+        })
+    }
 
     /// Answers a `tools/call` of a tool whose definition declares task support
     /// (`execution.taskSupport` `"optional"` or `"required"`), with its final result:

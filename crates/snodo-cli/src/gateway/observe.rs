@@ -20,7 +20,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use serde_json::Value;
 use snodo::RequestContext;
-use snodo_compose::{BoxFuture, Listing, McpSource, Source, SourceError};
+use snodo_compose::{Answer, BoxFuture, Listing, McpSource, Source, SourceError};
 use tokio::sync::watch;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -254,13 +254,13 @@ impl Drop for Call<'_> {
 
 impl Observed {
     /// Runs one forwarded request, recorded when it ends (or dropped).
-    async fn record(
+    async fn record<T: Reported>(
         &self,
         method: &str,
         name: String,
         ctx: &RequestContext,
-        request: BoxFuture<'_, Result<Value, SourceError>>,
-    ) -> Result<Value, SourceError> {
+        request: BoxFuture<'_, Result<T, SourceError>>,
+    ) -> Result<T, SourceError> {
         let mut call = Call {
             of: self,
             method: method_label(method),
@@ -271,7 +271,7 @@ impl Observed {
         };
         let r = request.await;
         (call.outcome, call.code) = match &r {
-            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => (TOOL_ERROR, None),
+            Ok(v) if v.is_tool_error() => (TOOL_ERROR, None),
             Ok(_) => (OK, None),
             // The front request was cancelled and the backend request abandoned.
             Err(_) if ctx.is_cancelled() => (CANCELLED, None),
@@ -280,6 +280,43 @@ impl Observed {
             Err(SourceError::InputRequired(_)) => (INPUT_REQUIRED, None),
         };
         r
+    }
+}
+
+/// A source's answer, as the log and the series tell it.
+trait Reported {
+    /// Whether it is a tool result that reports an error (`"isError": true`).
+    fn is_tool_error(&self) -> bool;
+}
+
+impl Reported for Value {
+    fn is_tool_error(&self) -> bool {
+        self.get("isError") == Some(&Value::Bool(true))
+    }
+}
+
+/// Only the member `isError` of a result read from its text (the rest is skipped).
+#[derive(serde::Deserialize)]
+struct ErrorFlag {
+    #[serde(rename = "isError", default)]
+    is_error: Option<Value>,
+}
+
+impl Reported for Answer {
+    fn is_tool_error(&self) -> bool {
+        match (self.as_value(), self.as_text()) {
+            (Some(v), _) => v.is_tool_error(),
+            // (A struct also reads from an array: only an object has members.)
+            (None, Some(t)) => {
+                // (`true` is spelt out: a text without it holds no `isError: true`.)
+                self.may_hold("true")
+                    && t.get().trim_start().starts_with('{')
+                    && self
+                        .read::<ErrorFlag>()
+                        .is_ok_and(|f| f.is_error == Some(Value::Bool(true)))
+            }
+            (None, None) => false,
+        }
     }
 }
 
@@ -300,6 +337,15 @@ impl Source for Observed {
     ) -> BoxFuture<'a, Result<Value, SourceError>> {
         let name = target(&params);
         Box::pin(self.record(method, name, ctx, self.inner.request(method, params, ctx)))
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a RequestContext,
+    ) -> BoxFuture<'a, Result<Answer, SourceError>> {
+        let name = target(&params);
+        Box::pin(self.record("tools/call", name, ctx, self.inner.call_tool(params, ctx)))
     }
 
     fn call_task<'a>(

@@ -177,8 +177,14 @@ impl McpSource {
             }
         };
         match r {
-            Ok(v) => {
+            Ok(a) => {
                 guard.task = None;
+                let v = a.into_value().map_err(|e| {
+                    SourceError::Rpc(snodo::RpcError::internal(format!(
+                        "backend \"{}\" sent a task result snodo cannot read: {e}",
+                        self.cfg.name
+                    )))
+                })?;
                 Ok(front_result(v))
             }
             Err(relay::Stop::Source(e)) => {

@@ -267,6 +267,15 @@ impl RequestContext {
         self.inner.init.cancel.is_cancelled()
     }
 
+    /// Whether a question asked here ([`ask_all`](Self::ask_all)) may end this request
+    /// with a round of the client's own (`input_required`: a 2026-07-28 request outside
+    /// a task). `false` when every question is answered while the request waits (an
+    /// initialize-era server request, or a task's `input_required` status).
+    #[must_use]
+    pub fn asks_in_rounds(&self) -> bool {
+        self.inner.init.dialect.asking() == Asking::Rounds && self.inner.task.is_none()
+    }
+
     /// Whether progress reports reach the client (it sent a `progressToken`).
     #[must_use]
     pub fn wants_progress(&self) -> bool {
