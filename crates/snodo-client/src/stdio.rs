@@ -364,7 +364,11 @@ async fn read_loop(mut r: Reader, routes: Arc<Mutex<Routes>>, unsolicited: mpsc:
             }
             Some(tx) => {
                 // A notification its caller has not read yet: dropped, not buffered.
-                if tx.try_send(Ok(Message::Tree(v))).is_err() {
+                // The queue's last slot is the answer's: this loop is its only sender,
+                // so the answer's send never waits on a caller that reads slowly (a
+                // call driven by a front request stuck on a slow client), and the
+                // other calls' answers never wait behind it.
+                if tx.capacity() <= 1 || tx.try_send(Ok(Message::Tree(v))).is_err() {
                     tracing::debug!("stdio: a notification dropped (its request's queue is full)");
                 }
             }

@@ -313,6 +313,13 @@ impl Asker {
         parked: Parked,
         at: Option<&InstanceId>,
     ) -> Result<String, RpcError> {
+        // Only a call that runs in a task of its own can wait parked: an inline one
+        // is polled by its front request, which ends with the round
+        // (`RequestContext::asks_in_rounds` decides which, before the call starts).
+        debug_assert!(
+            matches!(parked.flight.done, Done::Task(_)),
+            "an inline call was parked: nothing would poll it"
+        );
         self.try_park(parked, at).map_err(|p| {
             let _ = p
                 .reply

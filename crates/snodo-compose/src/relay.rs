@@ -374,7 +374,13 @@ pub(crate) async fn call(
                 // A 2026-07-28 backend asks: a round of the front's.
                 let v = match tree_if_round(a) {
                     Ok(a) => return Ok(a),
-                    Err(v) => v.map_err(failed)?,
+                    // The backend answered, but not with a result serde_json reads as a
+                    // tree (nested too deep): this call's failure, not the backend's.
+                    Err(v) => v.map_err(|e| {
+                        Stop::Source(SourceError::Rpc(RpcError::internal(format!(
+                            "the backend's result cannot be read: {e}"
+                        ))))
+                    })?,
                 };
                 let Some((asked, state)) = backend_round(&v, &mut n)? else {
                     return Ok(v.into());
@@ -518,4 +524,34 @@ fn answers_by_backend_key(
 async fn relay_log(ctx: &RequestContext, m: snodo_client::LogMessage) {
     let level = LogLevel::parse(&m.level).unwrap_or(LogLevel::Info);
     ctx.log(level, m.logger.as_deref(), m.data).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(json: &str) -> Answer {
+        let raw = serde_json::value::RawValue::from_string(json.to_owned())
+            .unwrap_or_else(|e| panic!("{e}"));
+        Answer::from_text(raw)
+    }
+
+    /// A result read from its text is passed on as it came only when it surely is no
+    /// round; anything that may be one goes to its tree, which `backend_round` reads.
+    #[test]
+    fn only_a_text_result_that_is_surely_final_skips_its_tree() {
+        for (json, passed_on) in [
+            (r#"{"content":[{"type":"text","text":"hi"}]}"#, true),
+            (r#"{"content":[{"type":"text","text":"input_required"}]}"#, true),
+            (r#"{"resultType":"complete","content":[]}"#, true),
+            (r#"{"resultType":"input_required","inputRequests":{}}"#, false),
+            (r#"{"resultType":"input\u005frequired","inputRequests":{}}"#, false),
+            (r#"{"resultType":["input_required"]}"#, false),
+        ] {
+            assert_eq!(tree_if_round(text(json)).is_ok(), passed_on, "{json}");
+        }
+        // A tree is always handed back as a tree.
+        let tree = Answer::from(json!({"content": []}));
+        assert!(tree_if_round(tree).is_err());
+    }
 }

@@ -311,9 +311,11 @@ impl Reported for Answer {
                 // (`true` is spelt out: a text without it holds no `isError: true`.)
                 self.may_hold("true")
                     && t.get().trim_start().starts_with('{')
-                    && self
-                        .read::<ErrorFlag>()
-                        .is_ok_and(|f| f.is_error == Some(Value::Bool(true)))
+                    && match self.read::<ErrorFlag>() {
+                        Ok(f) => f.is_error == Some(Value::Bool(true)),
+                        // (Members twice, say: the tree, which the front gets, decides.)
+                        Err(_) => self.read::<Value>().is_ok_and(|v| v.is_tool_error()),
+                    }
             }
             (None, None) => false,
         }
@@ -379,5 +381,37 @@ impl Source for Observed {
 
     fn restarting(&self) -> bool {
         self.inner.restarting()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(json: &str) -> Answer {
+        let raw = serde_json::value::RawValue::from_string(json.to_owned())
+            .unwrap_or_else(|e| panic!("{e}"));
+        Answer::from_text(raw)
+    }
+
+    /// A result read from its text reports an error exactly when its tree does (the
+    /// tree is what the front gets).
+    #[test]
+    fn a_text_result_is_an_error_as_its_tree_says() {
+        for (json, error) in [
+            (r#"{"content":[],"isError":true}"#, true),
+            (r#"{"content":[],"isError":false}"#, false),
+            (r#"{"content":[{"type":"text","text":"true"}]}"#, false),
+            (r#"{"content":[], "isError" : true }"#, true),
+            (r#"{"content":[],"is\u0045rror":true}"#, true),
+            (r#"{"isError":false,"isError":true}"#, true),
+            (r#"{"isError":true,"isError":false}"#, false),
+            (r#"{"isError":"true"}"#, false),
+            (r#"[{"isError":true}]"#, false),
+        ] {
+            let tree: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(text(json).is_tool_error(), error, "{json}");
+            assert_eq!(tree.is_tool_error(), error, "{json} (tree)");
+        }
     }
 }
