@@ -542,10 +542,19 @@ mod tests {
     fn only_a_text_result_that_is_surely_final_skips_its_tree() {
         for (json, passed_on) in [
             (r#"{"content":[{"type":"text","text":"hi"}]}"#, true),
-            (r#"{"content":[{"type":"text","text":"input_required"}]}"#, true),
+            (
+                r#"{"content":[{"type":"text","text":"input_required"}]}"#,
+                true,
+            ),
             (r#"{"resultType":"complete","content":[]}"#, true),
-            (r#"{"resultType":"input_required","inputRequests":{}}"#, false),
-            (r#"{"resultType":"input\u005frequired","inputRequests":{}}"#, false),
+            (
+                r#"{"resultType":"input_required","inputRequests":{}}"#,
+                false,
+            ),
+            (
+                r#"{"resultType":"input\u005frequired","inputRequests":{}}"#,
+                false,
+            ),
             (r#"{"resultType":["input_required"]}"#, false),
         ] {
             assert_eq!(tree_if_round(text(json)).is_ok(), passed_on, "{json}");
