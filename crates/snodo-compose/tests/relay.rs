@@ -123,6 +123,50 @@ fn tcp(addr: std::net::SocketAddr) -> StreamFactory {
     })
 }
 
+/// The same over snodo's stdio framing (the client's stdio reader and writer): for an
+/// initialize-era front the backend call is driven by the front request itself, with no
+/// task of its own; dropped with it, it still tells the backend.
+#[tokio::test]
+async fn a_front_cancellation_reaches_a_stream_backend() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Seen::default();
+    let _server = serve_backend(listener, seen.clone()).await;
+    let front = front().build().unwrap();
+    let source: Arc<dyn Source> = Arc::new(McpSource::stream("tcp-b", tcp(addr)));
+    let mount = Mount::with_options(
+        &front,
+        source,
+        Transforms::new().namespace("b"),
+        MountOptions::default(),
+    );
+    assert!(matches!(mount.ready(T).await, Status::Up { .. }));
+    for v in ["2026-07-28", "2025-11-25", "2025-06-18"] {
+        seen.started
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        seen.cancelled
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let c = client(&front, v).await;
+        let opts = CallOptions::default().timeout(Duration::from_millis(300));
+        let r = c.call_tool_with("b_wait", json!({}), &opts).await;
+        assert!(r.is_err(), "{v}: {r:?}");
+        assert!(
+            Seen::wait(&seen.started).await,
+            "{v}: the backend call started"
+        );
+        assert!(
+            Seen::wait(&seen.cancelled).await,
+            "{v}: the backend call was cancelled"
+        );
+        let r = c
+            .call_tool("b_echo", json!({"text": "again"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "again", "{v}");
+    }
+    assert_eq!(mount.down_count(), 0, "a cancellation is not an outage");
+}
+
 #[tokio::test]
 async fn a_backend_that_goes_down_leaves_the_lists_and_comes_back() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
