@@ -255,8 +255,7 @@ fn task_message(task: &crate::tasks::TaskRecord, id: &RequestId) -> Bytes {
 /// change's wake-up, nearly every one, costs an atomic load and a waker comparison.
 struct Closing {
     wait: Pin<Box<WaitForCancellationFutureOwned>>,
-    /// The waker the wait holds (`None` before its first poll).
-    waker: Option<Waker>,
+    waker: Registered,
 }
 
 impl std::fmt::Debug for Closing {
@@ -269,24 +268,42 @@ impl Closing {
     fn new(token: &CancellationToken) -> Self {
         Self {
             wait: Box::pin(token.clone().cancelled_owned()),
-            waker: None,
+            waker: Registered::default(),
         }
     }
 
     /// Ready once `token` (the one the wait was made from) is cancelled.
     fn poll(&mut self, token: &CancellationToken, cx: &mut Context<'_>) -> Poll<()> {
-        if !token.is_cancelled() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            // Registered with this very waker: the cancellation wakes it.
+        let wait = &mut self.wait;
+        self.waker
+            .poll(cx, token.is_cancelled(), |cx| wait.as_mut().poll(cx))
+    }
+}
+
+/// The waker a wait registered with when it last answered `Pending`, so that a poll
+/// from the same task while the wait cannot have fired skips it (a wait polled beside
+/// a subscription would otherwise be registered again on every change's wake-up).
+#[derive(Debug, Default)]
+pub(crate) struct Registered(Option<Waker>);
+
+impl Registered {
+    /// Polls `wait`, unless it has not `fired` and holds `cx`'s waker already.
+    pub(crate) fn poll<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        fired: bool,
+        wait: impl FnOnce(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
+        if !fired && self.0.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            // Registered with this very waker: the wait wakes it when it fires.
             return Poll::Pending;
         }
-        // As the keep-alive's timer: remembered only if the wait could register (a
-        // future of tokio's answers Pending without registering once the task's budget
-        // is spent).
+        // With the task's budget spent, tokio's waits answer Pending without
+        // registering anything (they have the task polled again): remembering the waker
+        // then would skip the wait for good.
         let registers = tokio::task::coop::has_budget_remaining();
-        let polled = self.wait.as_mut().poll(cx);
-        if polled.is_pending() && registers {
-            self.waker = Some(cx.waker().clone());
-        }
+        let polled = wait(cx);
+        self.0 = (polled.is_pending() && registers).then(|| cx.waker().clone());
         polled
     }
 }

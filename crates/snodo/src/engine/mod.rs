@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use exec::{Ended, Execution, Held, Options, Starting, Step};
 pub(crate) use failure::Failure;
 pub(crate) use inflight::{InFlight, Registration};
-pub(crate) use listen::{Framing, ListenStep, Subscription};
+pub(crate) use listen::{Framing, ListenStep, Registered, Subscription};
 
 use crate::caller::Principal;
 use crate::protocol::RequestId;

@@ -10,7 +10,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +21,7 @@ use super::body::Body;
 use super::response;
 use super::service::Shared;
 use crate::caller::Principal;
-use crate::engine::{Engine, Failure, ListenStep, Subscription};
+use crate::engine::{Engine, Failure, ListenStep, Registered, Subscription};
 use crate::protocol::RequestId;
 use crate::router::Call;
 
@@ -88,8 +88,7 @@ impl State {
 struct KeepAlive {
     sleep: Pin<Box<Sleep>>,
     every: Duration,
-    /// The waker the timer holds (`None` before the first poll and after a tick).
-    waker: Option<Waker>,
+    waker: Registered,
 }
 
 impl KeepAlive {
@@ -98,33 +97,21 @@ impl KeepAlive {
         Self {
             sleep: Box::pin(tokio::time::sleep_until(first)),
             every,
-            waker: None,
+            waker: Registered::default(),
         }
     }
 
     /// Ready once a period has passed since the last tick.
     fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.sleep.is_elapsed() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            // Registered with this very waker: the timer wakes it when it fires.
-            return Poll::Pending;
+        let sleep = &mut self.sleep;
+        let polled = self
+            .waker
+            .poll(cx, sleep.is_elapsed(), |cx| sleep.as_mut().poll(cx));
+        if polled.is_ready() {
+            let next = crate::engine::deadline(sleep.deadline(), self.every);
+            sleep.as_mut().reset(next);
         }
-        // With the task's budget spent, the timer answers Pending without registering
-        // anything (it has the task polled again): remembering the waker then would skip
-        // the timer for good.
-        let registers = tokio::task::coop::has_budget_remaining();
-        match self.sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                let next = crate::engine::deadline(self.sleep.deadline(), self.every);
-                self.sleep.as_mut().reset(next);
-                self.waker = None;
-                Poll::Ready(())
-            }
-            Poll::Pending => {
-                self.waker = registers.then(|| cx.waker().clone());
-                Poll::Pending
-            }
-        }
+        polled
     }
 }
 
